@@ -1,0 +1,140 @@
+"""PagedKVCollection: the paged latent KV cache of SPEC §2 (no CuPy import)."""
+from __future__ import annotations
+
+from .arrays import dtype_name, to_host_int
+from .variants import ROW_BYTES, Layout
+
+_INDEX_DTYPES = ("int32", "uint32")
+
+# (dtype, row width) -> layout, for layout=None.
+_INFER = {
+    ("bfloat16", 576): Layout.BF16, ("bfloat16", 512): Layout.BF16,
+    ("float16", 576): Layout.FP16, ("float16", 512): Layout.FP16,
+    ("uint8", 576): Layout.FP8, ("uint8", 512): Layout.FP8,
+    ("float8_e4m3fn", 576): Layout.FP8, ("float8_e4m3fn", 512): Layout.FP8,
+    ("uint8", 640): Layout.FP8_ROPE_AWARE, ("uint8", 656): Layout.FP8_DS_MLA,
+}
+_LAYOUT_DTYPE = {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",)}
+
+
+class PagedKVCollection:
+    """One paged latent cache: ``blocks[lookup_table[b, j // page_size], layer, j % page_size]``
+    is logical key j of sequence b.
+
+    ``blocks`` may be ``[num_blocks, page_size, row]`` (one layer),
+    ``[num_blocks, num_layers, page_size, row]`` or MAX's 6-D
+    ``[num_blocks, 1, num_layers, page_size, 1, row]``; it is kept as the 4-D
+    view.  Arrays may be CuPy, torch or (for the reference) NumPy.
+    ``max_cache_length`` is a host bound on every cache length, used to choose
+    ``num_partitions``; when None it is read from the device once, here.
+    """
+
+    def __init__(self, blocks, lookup_table, cache_lengths, page_size, *, scales=None,
+                 layout=None, max_cache_length=None):
+        self.blocks = _as_4d(blocks)
+        if isinstance(page_size, bool) or not isinstance(page_size, int):
+            raise TypeError(f"page_size: expected an int, got {type(page_size).__name__}")
+        if page_size < 1 or page_size != self.blocks.shape[2]:
+            raise ValueError(f"page_size: expected an int >= 1 equal to blocks' page axis "
+                             f"({self.blocks.shape[2]}), got {page_size}")
+        self.page_size = page_size
+        _check_index_array("lookup_table", lookup_table, 2)
+        _check_index_array("cache_lengths", cache_lengths, 1)
+        if cache_lengths.shape[0] != lookup_table.shape[0]:
+            raise ValueError(f"cache_lengths: expected shape [{lookup_table.shape[0]}] "
+                             f"(one per lookup_table row), got {list(cache_lengths.shape)}")
+        self.lookup_table = lookup_table
+        self.cache_lengths = cache_lengths
+        self.layout = _resolve_layout(self.blocks, layout)
+        self.scales = _check_scales(scales, self.blocks, self.layout)
+        if max_cache_length is None:
+            lengths = to_host_int(cache_lengths)
+            max_cache_length = int(lengths.max()) if lengths.size else 0
+        if isinstance(max_cache_length, bool) or not isinstance(max_cache_length, int) \
+                or max_cache_length < 0:
+            raise ValueError(f"max_cache_length: expected an int >= 0, got {max_cache_length!r}")
+        self.max_cache_length = max_cache_length
+
+    @property
+    def num_blocks(self) -> int:
+        return self.blocks.shape[0]
+
+    @property
+    def num_layers(self) -> int:
+        return self.blocks.shape[1]
+
+    @property
+    def batch_size(self) -> int:
+        return self.lookup_table.shape[0]
+
+    @property
+    def d_qk(self) -> int:
+        """Q.K width of this cache: 576 (latent + rope) or 512 (no rope)."""
+        return self.blocks.shape[3] if self.layout in (Layout.BF16, Layout.FP16, Layout.FP8) else 576
+
+    def __repr__(self):
+        return (f"PagedKVCollection(layout={self.layout.value!r}, blocks={list(self.blocks.shape)}, "
+                f"page_size={self.page_size}, batch_size={self.batch_size}, "
+                f"max_cache_length={self.max_cache_length})")
+
+
+def _as_4d(blocks):
+    shape = tuple(blocks.shape)
+    if len(shape) == 3:
+        return blocks.reshape(shape[0], 1, shape[1], shape[2])
+    if len(shape) == 4:
+        return blocks
+    if len(shape) == 6 and shape[1] == 1 and shape[4] == 1:
+        return blocks.reshape(shape[0], shape[2], shape[3], shape[5])
+    raise ValueError("blocks: expected [num_blocks, page_size, row], [num_blocks, num_layers, "
+                     "page_size, row] or [num_blocks, 1, num_layers, page_size, 1, row], "
+                     f"got shape {list(shape)}")
+
+
+def _check_index_array(name, x, ndim):
+    if dtype_name(x) not in _INDEX_DTYPES:
+        raise TypeError(f"{name}: expected int32 or uint32, got {dtype_name(x)}")
+    if len(x.shape) != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {list(x.shape)}")
+
+
+def _resolve_layout(blocks, layout) -> Layout:
+    dt, row = dtype_name(blocks), blocks.shape[3]
+    inferred = _INFER.get((dt, row))
+    if layout is None:
+        if inferred is None:
+            raise ValueError(f"blocks: cannot infer a layout from dtype {dt} and row width {row}; "
+                             "expected bf16/fp16 rows of 576 or 512, or uint8 rows of 576, 512, "
+                             "640 (fp8_rope_aware) or 656 (fp8_ds_mla)")
+        return inferred
+    try:
+        layout = Layout(layout)
+    except ValueError:
+        raise ValueError(f"layout: expected one of {[x.value for x in Layout]}, got {layout!r}") from None
+    wanted = _LAYOUT_DTYPE.get(layout, ("uint8", "float8_e4m3fn"))
+    if dt not in wanted:
+        raise TypeError(f"blocks: layout {layout.value!r} expects dtype {wanted[0]}, got {dt}")
+    widths = sorted(w // (2 if layout in _LAYOUT_DTYPE else 1)
+                    for (lay, _), w in ROW_BYTES.items() if lay is layout)
+    if row not in widths:
+        raise ValueError(f"blocks: layout {layout.value!r} expects rows of {widths} elements, got {row}")
+    return layout
+
+
+def _check_scales(scales, blocks, layout):
+    if layout is Layout.FP8_ROPE_AWARE:
+        if scales is None:   # an extra stream may take them from extra_scales_ptr
+            return None
+        want = tuple(blocks.shape[:3])
+        shape = tuple(scales.shape)
+        if len(shape) == 2 and blocks.shape[1] == 1:   # one-layer cache given 2-D scales
+            scales, shape = scales.reshape(shape[0], 1, shape[1]), (shape[0], 1, shape[1])
+        if shape != want:
+            raise ValueError(f"scales: expected shape {list(want)}, got {list(scales.shape)}")
+        if dtype_name(scales) != "float32":
+            raise TypeError(f"scales: expected float32, got {dtype_name(scales)}")
+        return scales
+    if scales is not None:
+        raise ValueError(f"scales: only layout 'fp8_rope_aware' takes per-token scales; "
+                         f"this cache is {layout.value!r}")
+    return None

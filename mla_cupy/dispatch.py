@@ -1,0 +1,269 @@
+"""The entry points: validate -> plan -> launch.
+
+``generic_flare_mla_decode_kv_cache_ragged`` mirrors Modular MAX's kernel entry
+(SPEC.md); ``mla_decode`` is the convenient form that allocates the output and
+packs the scalar arguments.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from . import validate as V
+from .arrays import is_torch, to_cupy
+from .cache import PagedKVCollection
+from .compiler import get_kernel
+from .render import launch_config
+from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
+from .schedule import tile_rows_for
+from .variants import D_V, CombineKey, DecodeKey, Layout, Mask, Sparsity, output_dtype_name
+
+LOG2E = 1.4426950408889634
+
+
+def generic_flare_mla_decode_kv_cache_ragged(
+        q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf, *,
+        mask_str="causal", local_window_size=-1, per_token_scale_rope_aware=False,
+        sparse_mla=False, fold_shared_index=False, q_scale_ptr=None, d_indices=None,
+        indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
+        extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
+        extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
+        stream=None) -> None:
+    """MLA decode over a ragged batch against a paged latent cache (SPEC.md).
+
+    Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
+    ``scalar_args_buf`` is a :class:`ScalarArgs` (no device-to-host copy) or a raw
+    int64[3] device array ``[batch_size, q_max_seq_len, num_partitions]``, which
+    is read back once (the slow path).  Arrays are CuPy arrays or CUDA tensors;
+    every check runs before anything is launched.
+    """
+    # ---- validate (nothing launched, output untouched, on any error) ----
+    if not isinstance(kv_collection, PagedKVCollection):
+        raise TypeError(f"kv_collection: expected a PagedKVCollection, got {type(kv_collection).__name__}")
+    layout = kv_collection.layout
+    mask = V.check_mask(mask_str, local_window_size)
+    V.check_int("layer_idx", layer_idx, lo=0, hi=kv_collection.num_layers - 1)
+    V.check_scale(scale)
+    if bool(per_token_scale_rope_aware) != (layout is Layout.FP8_ROPE_AWARE):
+        raise ValueError(f"per_token_scale_rope_aware: expected {layout is Layout.FP8_ROPE_AWARE} "
+                         f"for a {layout.value!r} cache, got {per_token_scale_rope_aware}")
+    V.check_dense_only(sparse_mla, fold_shared_index, indices_stride, extra_indices_stride, dict(
+        d_indices=d_indices, topk_lengths=topk_lengths, extra_k=extra_k,
+        extra_d_indices=extra_d_indices, extra_topk_lengths=extra_topk_lengths,
+        extra_scales_ptr=extra_scales_ptr, logical_indices=logical_indices))
+    if sparse_mla:
+        if mask is Mask.SLIDING_WINDOW_CAUSAL:
+            raise ValueError("mask_str: 'sliding_window_causal' is not supported with sparse_mla=True; "
+                             "express windows as index lists")
+        raise NotImplementedError("sparse_mla=True: sparse decode kernels are not in this build "
+                                  "yet (issue 3); the NumPy reference implements it")
+    if layout not in (Layout.BF16, Layout.FP16):
+        raise NotImplementedError(f"kv_collection: the {layout.value!r} cache layout has no kernel "
+                                  "in this build yet (issue 4); the NumPy reference implements it")
+    if q_scale_ptr is not None:
+        raise ValueError(f"q_scale_ptr: only used with fp8 layouts, got one for a {layout.value!r} cache")
+    V.check_device_array("kv_collection.blocks", kv_collection.blocks,
+                         dtypes=(V.output_dtype(layout),), ndim=4)
+    V.check_device_array("kv_collection.lookup_table", kv_collection.lookup_table,
+                         dtypes=("int32", "uint32"), ndim=2)
+    V.check_device_array("kv_collection.cache_lengths", kv_collection.cache_lengths,
+                         dtypes=("int32", "uint32"), ndim=1)
+    V.check_q(q, layout, kv_collection.d_qk)
+    num_tokens, num_heads = q.shape[0], q.shape[1]
+    max_batch = kv_collection.batch_size
+    batch_size = V.check_row_offsets(input_row_offsets, max_batch)
+    V.check_output(output, layout, num_tokens, num_heads)
+    V.check_lse(lse, num_tokens, num_heads)
+    V.check_attn_sink(attn_sink_ptr, num_heads)
+    if num_partitions_in is not None:
+        check_num_partitions(num_partitions_in)
+    host_batch, q_max_seq_len, num_partitions = _scalar_args_values(scalar_args_buf)
+    if host_batch > batch_size:
+        raise ValueError(f"scalar_args_buf: batch_size {host_batch} exceeds the "
+                         f"{batch_size} sequences of input_row_offsets")
+    if num_partitions_in is not None:
+        num_partitions = int(num_partitions_in)
+
+    import cupy
+
+    device_id = _device_id(q)
+    V.check_same_device(dict(input_row_offsets=input_row_offsets, output=output, lse=lse,
+                             attn_sink_ptr=attn_sink_ptr, blocks=kv_collection.blocks,
+                             lookup_table=kv_collection.lookup_table,
+                             cache_lengths=kv_collection.cache_lengths), device_id)
+    cp_stream = _as_cupy_stream(stream, q)
+    if host_batch == 0 or num_tokens == 0 or q_max_seq_len == 0:
+        return
+
+    key = DecodeKey(layout=layout, mask=mask, sparsity=Sparsity.DENSE,
+                    d_qk=kv_collection.d_qk, tile_rows=tile_rows_for(q_max_seq_len * num_heads))
+    cfg = launch_config(key)
+    with cupy.cuda.Device(device_id):
+        _check_smem(cfg, key, device_id)
+        decode = get_kernel(key, device_id)
+        combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
+            if num_partitions > 1 else None
+        args = _launch_args(q, input_row_offsets, kv_collection, output, lse, attn_sink_ptr,
+                            scalar_args_buf)
+        o_part = lse_part = _NULL
+        if num_partitions > 1:
+            o_part, lse_part = _workspace(device_id, cp_stream, num_partitions, num_tokens, num_heads)
+        grid = (math.ceil(q_max_seq_len * num_heads / cfg.block_m), num_partitions, host_batch)
+        window = local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0
+        with cp_stream:
+            decode(grid, (cfg.num_threads,), (
+                args["q"], args["offsets"], args["blocks"], args["lookup"], args["lengths"],
+                args["sink"], args["scalar"], args["out"], args["lse"], o_part, lse_part,
+                np.int32(num_heads), np.int32(kv_collection.num_layers), np.int32(layer_idx),
+                np.int32(kv_collection.page_size), np.int32(kv_collection.lookup_table.shape[1]),
+                np.int32(window), np.int32(num_tokens), np.float32(scale * LOG2E)),
+                shared_mem=cfg.smem_bytes)
+            if combine is not None:
+                combine((num_heads, num_tokens), (128,), (
+                    o_part, lse_part, args["sink"], args["offsets"], args["scalar"], args["out"],
+                    args["lse"], np.int32(num_heads), np.int32(num_tokens),
+                    np.int32(num_partitions)))
+
+
+def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
+               window=None, attn_sink=None, num_partitions=None, return_lse=False, out=None,
+               q_max_seq_len=None, stream=None, **sparse_and_fp8_args):
+    """Convenient MLA decode: allocates ``out`` (CuPy, or torch when q is torch),
+    packs the scalar args and returns ``out`` or ``(out, lse)``.
+
+    ``scale`` defaults to ``D_qk ** -0.5``; ``window`` is the sliding-window
+    length for ``mask="sliding_window_causal"``.  ``q_max_seq_len`` (the most
+    query tokens of any sequence) is read from ``input_row_offsets`` when not
+    given; pass it to avoid that device-to-host copy.  Further keyword
+    arguments go to :func:`generic_flare_mla_decode_kv_cache_ragged`.
+    """
+    import cupy
+
+    if not isinstance(kv_collection, PagedKVCollection):
+        raise TypeError(f"kv_collection: expected a PagedKVCollection, got {type(kv_collection).__name__}")
+    if scale is None:
+        scale = kv_collection.d_qk ** -0.5
+    if q is None or len(getattr(q, "shape", ())) != 3:
+        raise ValueError(f"q: expected [T, H, D], got {getattr(q, 'shape', type(q).__name__)}")
+    num_tokens, num_heads = q.shape[0], q.shape[1]
+    if q_max_seq_len is None:
+        V.check_row_offsets(input_row_offsets, kv_collection.batch_size)
+        offs = to_cupy(input_row_offsets, "input_row_offsets").astype(np.int64)
+        q_max_seq_len = int(cupy.diff(offs).max().get()) if offs.shape[0] > 1 else 0
+    batch_size = input_row_offsets.shape[0] - 1
+    layout = kv_collection.layout
+    out_dt = V.output_dtype(layout)
+    torch_io = is_torch(q)
+    if out is None:
+        out = _empty_like_io(q, (num_tokens, num_heads, D_V), out_dt, torch_io)
+    lse = _empty_like_io(q, (num_tokens, num_heads), "float32", torch_io) if return_lse else None
+    sa = pack_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
+                          layout=layout.value, num_partitions=num_partitions,
+                          sparse_mla=sparse_and_fp8_args.get("sparse_mla", False),
+                          indices_stride=sparse_and_fp8_args.get("indices_stride", 0),
+                          extra_indices_stride=sparse_and_fp8_args.get("extra_indices_stride", 0),
+                          fold_shared_index=sparse_and_fp8_args.get("fold_shared_index", False))
+    sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
+                                   kv_collection.layout is Layout.FP8_ROPE_AWARE)
+    generic_flare_mla_decode_kv_cache_ragged(
+        q, input_row_offsets, kv_collection, layer_idx, scale, out, sa, mask_str=mask,
+        local_window_size=-1 if window is None else window, attn_sink_ptr=attn_sink, lse=lse,
+        stream=stream, **sparse_and_fp8_args)
+    return (out, lse) if return_lse else out
+
+
+# ---------------------------------------------------------------- helpers
+
+_NULL = np.uint64(0)   # a null pointer kernel argument
+
+
+def _scalar_args_values(buf) -> tuple[int, int, int]:
+    if isinstance(buf, ScalarArgs):
+        return buf.batch_size, buf.q_max_seq_len, buf.num_partitions
+    V.check_device_array("scalar_args_buf", buf, dtypes=("int64",), shape=(3,))
+    from .arrays import to_host_int
+    host = to_host_int(buf)   # documented slow path: one device-to-host copy
+    if host[0] < 0 or host[1] < 0:
+        raise ValueError(f"scalar_args_buf: expected batch_size, q_max_seq_len >= 0, got {host.tolist()}")
+    check_num_partitions(int(host[2]))
+    return int(host[0]), int(host[1]), int(host[2])
+
+
+def _launch_args(q, offsets, kv, output, lse, sink, scalar_args_buf) -> dict:
+    buf = scalar_args_buf.buffer if isinstance(scalar_args_buf, ScalarArgs) else scalar_args_buf
+    a = dict(q=to_cupy(q, "q"), offsets=to_cupy(offsets, "input_row_offsets"),
+             blocks=to_cupy(kv.blocks, "kv_collection.blocks"),
+             lookup=to_cupy(kv.lookup_table, "kv_collection.lookup_table"),
+             lengths=to_cupy(kv.cache_lengths, "kv_collection.cache_lengths"),
+             out=to_cupy(output, "output"), scalar=to_cupy(buf, "scalar_args_buf"),
+             lse=_NULL if lse is None else to_cupy(lse, "lse"),
+             sink=_NULL if sink is None else to_cupy(sink, "attn_sink_ptr"))
+    return a
+
+
+def _device_id(x) -> int:
+    if is_torch(x):
+        return x.device.index
+    dev = getattr(x, "device", None)
+    if dev is not None and hasattr(dev, "id"):
+        return dev.id
+    import cupy
+    return cupy.cuda.runtime.getDevice()
+
+
+def _as_cupy_stream(stream, q):
+    import cupy
+
+    if stream is None:
+        if is_torch(q):
+            import torch
+            return cupy.cuda.ExternalStream(torch.cuda.current_stream(q.device).cuda_stream)
+        return cupy.cuda.get_current_stream()
+    if isinstance(stream, cupy.cuda.Stream) or isinstance(stream, cupy.cuda.ExternalStream):
+        return stream
+    if hasattr(stream, "cuda_stream"):   # torch.cuda.Stream
+        return cupy.cuda.ExternalStream(stream.cuda_stream)
+    if isinstance(stream, int):
+        return cupy.cuda.ExternalStream(stream)
+    raise TypeError(f"stream: expected a cupy/torch CUDA stream, a raw handle or None, "
+                    f"got {type(stream).__name__}")
+
+
+def _check_smem(cfg, key, device_id):
+    import cupy
+    limit = cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"]
+    if cfg.smem_bytes > limit:
+        raise ValueError(f"{key.name}: needs {cfg.smem_bytes} bytes of shared memory per block, "
+                         f"device {device_id} allows {limit}")
+
+
+# Split-KV partials live in one grow-only buffer per (device, stream): a
+# captured graph keeps pointing at it, and launches on one stream are ordered.
+_workspaces: dict = {}
+_workspace_lock = threading.Lock()
+
+
+def _workspace(device_id, stream, num_partitions, num_tokens, num_heads):
+    import cupy
+
+    rows = num_partitions * num_tokens * num_heads
+    key = (device_id, stream.ptr)
+    with _workspace_lock:
+        ws = _workspaces.get(key)
+        if ws is None or ws[1].size < rows:
+            o_part = cupy.empty(rows * D_V, dtype=np.float32)
+            lse_part = cupy.empty(rows, dtype=np.float32)
+            ws = _workspaces[key] = (o_part, lse_part)
+    return ws
+
+
+def _empty_like_io(q, shape, dtype_name, torch_io):
+    if torch_io:
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype_name), device=q.device)
+    import cupy
+    import ml_dtypes
+    dt = ml_dtypes.bfloat16 if dtype_name == "bfloat16" else np.dtype(dtype_name)
+    return cupy.empty(shape, dtype=dt)

@@ -1,0 +1,86 @@
+"""Render a variant key to self-contained CUDA source (no CuPy import here).
+
+Templates only set constants; the C++ picks code with ``if constexpr``.  The
+rendered text has no includes, timestamps or paths, so CuPy's disk cache (keyed
+on the full source, options, arch and NVRTC version) can never serve a stale
+binary.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import pathlib
+
+import jinja2
+
+from .variants import CombineKey, DecodeKey, Layout, Mask
+
+_MASK_IDS = {Mask.NULL: 0, Mask.CAUSAL: 1, Mask.SLIDING_WINDOW_CAUSAL: 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchConfig:
+    """What the host needs to launch a rendered decode kernel."""
+
+    block_m: int      # query rows (heads x tokens) per CTA
+    block_n: int      # keys per pipeline stage
+    num_stages: int
+    warps_n: int
+    num_threads: int
+    smem_bytes: int
+
+
+def launch_config(key: DecodeKey) -> LaunchConfig:
+    """Tile shape per row count, kept in one place so the template and the
+    dispatcher cannot disagree.  64 rows: 8 warps (4 row blocks x 2 column
+    halves, 128 fp32 accumulators each), 3 stages.  16/32 rows: 4 column
+    quarters per row block so a short tile still has 4-8 warps to hide the
+    loads; 16 rows keeps 2 stages so two CTAs share an SM."""
+    block_n = 32
+    warps_n = 2 if key.tile_rows == 64 else 4
+    num_stages = 2 if key.tile_rows == 16 else 3
+    num_threads = 32 * (key.tile_rows // 16) * warps_n
+    row_pad = key.d_qk + 8
+    elems = key.tile_rows * row_pad + num_stages * block_n * row_pad + key.tile_rows * (block_n + 8)
+    smem = 2 * elems + 4 * warps_n * key.tile_rows
+    return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(_load_template)
+    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+
+
+def kernels_dir() -> pathlib.Path:
+    """Templates: ``mla_cupy/kernels`` in an installed wheel (pyproject maps the
+    top-level ``kernels/`` there), ``../kernels`` in a checkout."""
+    here = pathlib.Path(__file__).resolve().parent
+    packaged = here / "kernels"
+    return packaged if packaged.is_dir() else here.parent / "kernels"
+
+
+def _load_template(name: str):
+    path = kernels_dir() / name
+    if not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8")
+
+
+def render(key: DecodeKey | CombineKey) -> str:
+    """CUDA source of one variant; its single ``extern "C"`` kernel is ``key.name``."""
+    if not key.implemented:
+        raise NotImplementedError(
+            f"{key.name}: the {key.layout.value} layout in {key.sparsity.value} mode has "
+            "no kernel yet (sparse decode: issue 3; fp8 caches: issue 4)")
+    env = _environment()
+    if isinstance(key, CombineKey):
+        return env.get_template("mla_combine.cu.j2").render(
+            name=key.name, is_fp16=key.out_dtype == "fp16")
+    cfg = launch_config(key)
+    return env.get_template("mla_decode.cu.j2").render(
+        name=key.name, layout=key.layout.value, mask_name=key.mask.value,
+        mask_id=_MASK_IDS[key.mask], is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
+        tile_rows=key.tile_rows, block_n=cfg.block_n, num_stages=cfg.num_stages,
+        warps_n=cfg.warps_n)

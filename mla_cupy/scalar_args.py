@@ -1,0 +1,73 @@
+"""``scalar_args_buf``: int64[3] on the device = [batch_size, q_max_seq_len, num_partitions].
+
+Kernels read the batch size from it on the device, so a captured CUDA graph
+can replay with a smaller batch; grids come from the host values kept beside
+the buffer, never from a device-to-host copy.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .schedule import H200_SMS, choose_num_partitions
+
+BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
+LENGTH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalarArgs:
+    """The device buffer plus the host copies of its values."""
+
+    buffer: Any           # cupy int64[3]
+    batch_size: int
+    q_max_seq_len: int
+    num_partitions: int
+
+    def update(self, batch_size: int, q_max_seq_len: int | None = None, stream=None) -> "ScalarArgs":
+        """Rewrite the device buffer in place (same address, so a captured
+        graph sees it) for a replay with ``batch_size`` <= the captured one."""
+        if q_max_seq_len is None:
+            q_max_seq_len = self.q_max_seq_len
+        if not 0 <= batch_size <= self.batch_size or not 0 <= q_max_seq_len <= self.q_max_seq_len:
+            raise ValueError(f"batch_size/q_max_seq_len: expected at most the packed "
+                             f"({self.batch_size}, {self.q_max_seq_len}), got ({batch_size}, {q_max_seq_len})")
+        host = np.array([batch_size, q_max_seq_len, self.num_partitions], dtype=np.int64)
+        self.buffer.set(host, stream=stream)
+        return dataclasses.replace(self, batch_size=batch_size, q_max_seq_len=q_max_seq_len)
+
+
+def sm_count_of_current_device() -> int:
+    try:
+        import cupy
+        return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    except Exception:   # no GPU (CPU tests, CLI): plan for an H200
+        return H200_SMS
+
+
+def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int, num_heads: int,
+                     *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
+                     extra_indices_stride: int = 0, fold_shared_index: bool = False,
+                     num_partitions: int | None = None) -> ScalarArgs:
+    """Choose ``num_partitions`` (unless given) and upload the int64[3] buffer."""
+    import cupy
+
+    if num_partitions is None:
+        num_partitions = choose_num_partitions(
+            batch_size, num_heads, q_max_seq_len, max_cache_length, layout=layout,
+            sparse_mla=sparse_mla, indices_stride=indices_stride,
+            extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
+            sm_count=sm_count_of_current_device())
+    check_num_partitions(num_partitions)
+    host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
+    if (host < 0).any():
+        raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
+    return ScalarArgs(cupy.asarray(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+
+
+def check_num_partitions(num_partitions) -> None:
+    if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)) \
+            or not 1 <= num_partitions <= 65535:
+        raise ValueError(f"num_partitions: expected an int in [1, 65535], got {num_partitions!r}")

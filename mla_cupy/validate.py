@@ -1,0 +1,156 @@
+"""Argument checks: one ``check_*`` per kind of argument (no CuPy import).
+
+Every failure is raised before anything is launched: TypeError for a wrong type
+or dtype, ValueError for a wrong shape, value or combination, and
+NotImplementedError for a feature whose kernels have not landed yet.  Messages
+name the argument, what was expected and what was given.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from .arrays import dtype_name, is_device_array
+from .variants import D_V, Layout, Mask
+
+MAX_HEADS = 128
+
+
+def check_device_array(name, x, *, dtypes, ndim=None, shape=None):
+    if x is None or not (is_device_array(x)):
+        got = "None" if x is None else type(x).__name__
+        raise TypeError(f"{name}: expected a CUDA array (CuPy array or torch CUDA tensor), got {got}")
+    dt = dtype_name(x)
+    if dt not in dtypes:
+        raise TypeError(f"{name}: expected dtype {' or '.join(dtypes)}, got {dt}")
+    if ndim is not None and len(x.shape) != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {list(x.shape)}")
+    if shape is not None and tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {list(shape)}, got {list(x.shape)}")
+    if not _is_c_contiguous(x):
+        raise ValueError(f"{name}: expected a C-contiguous array, got strides {_strides(x)}")
+
+
+def _strides(x):
+    s = x.stride() if callable(getattr(x, "stride", None)) else x.strides
+    return list(s)
+
+
+def _is_c_contiguous(x) -> bool:
+    if callable(getattr(x, "is_contiguous", None)):
+        return x.is_contiguous()
+    flags = getattr(x, "flags", None)
+    return bool(flags.c_contiguous) if flags is not None else True
+
+
+def check_int(name, v, *, lo=None, hi=None):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name}: expected an int, got {type(v).__name__}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"{name}: expected an int {rng}, got {v}")
+
+
+def check_scale(scale):
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale: expected a float, got {type(scale).__name__}")
+    if not math.isfinite(scale):
+        raise ValueError(f"scale: expected a finite float, got {scale}")
+
+
+def check_mask(mask_str, local_window_size) -> Mask:
+    try:
+        mask = Mask(mask_str)
+    except ValueError:
+        raise ValueError(f"mask_str: expected one of {[m.value for m in Mask]}, got {mask_str!r}") from None
+    if mask is Mask.SLIDING_WINDOW_CAUSAL:
+        check_int("local_window_size", local_window_size, lo=1)
+    elif local_window_size not in (-1, None):
+        raise ValueError(f"local_window_size: only used with mask_str='sliding_window_causal' "
+                         f"(expected -1 for {mask.value!r}), got {local_window_size!r}")
+    return mask
+
+
+def q_dtypes(layout: Layout) -> tuple[str, ...]:
+    return {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",),
+            Layout.FP8: ("bfloat16", "uint8", "float8_e4m3fn"),
+            Layout.FP8_ROPE_AWARE: ("uint8", "float8_e4m3fn"),
+            Layout.FP8_DS_MLA: ("bfloat16",)}[layout]
+
+
+def q_width(layout: Layout, d_qk: int) -> int:
+    return 640 if layout is Layout.FP8_ROPE_AWARE else d_qk
+
+
+def output_dtype(layout: Layout) -> str:
+    return "float16" if layout is Layout.FP16 else "bfloat16"
+
+
+def check_q(q, layout: Layout, d_qk: int):
+    check_device_array("q", q, dtypes=q_dtypes(layout), ndim=3)
+    t, h, d = q.shape
+    if not 1 <= h <= MAX_HEADS:
+        raise ValueError(f"q: expected 1..{MAX_HEADS} heads (q.shape[1]), got {h}")
+    if d != q_width(layout, d_qk):
+        raise ValueError(f"q: expected last dimension {q_width(layout, d_qk)} to match the "
+                         f"{layout.value} cache, got {d}")
+
+
+def check_output(output, layout: Layout, num_tokens: int, num_heads: int):
+    check_device_array("output", output, dtypes=(output_dtype(layout),),
+                       shape=(num_tokens, num_heads, D_V))
+
+
+def check_lse(lse, num_tokens: int, num_heads: int):
+    if lse is not None:
+        check_device_array("lse", lse, dtypes=("float32",), shape=(num_tokens, num_heads))
+
+
+def check_attn_sink(attn_sink, num_heads: int):
+    if attn_sink is not None:
+        check_device_array("attn_sink_ptr", attn_sink, dtypes=("float32",), shape=(num_heads,))
+
+
+def check_row_offsets(input_row_offsets, max_batch: int) -> int:
+    check_device_array("input_row_offsets", input_row_offsets, dtypes=("int32", "uint32"), ndim=1)
+    n = input_row_offsets.shape[0]
+    if not 1 <= n <= max_batch + 1:
+        raise ValueError(f"input_row_offsets: expected length batch_size + 1 with batch_size <= "
+                         f"{max_batch} (rows of lookup_table), got length {n}")
+    return n - 1
+
+
+_SPARSE_ONLY = ("d_indices", "topk_lengths", "extra_k", "extra_d_indices", "extra_topk_lengths",
+                "extra_scales_ptr", "logical_indices")
+
+
+def check_dense_only(sparse_mla: bool, fold_shared_index: bool, indices_stride, extra_indices_stride,
+                     given: dict):
+    """Sparse-mode arguments must not be passed to a dense call (never ignored)."""
+    if sparse_mla:
+        return
+    if fold_shared_index:
+        raise ValueError("fold_shared_index: expected False without sparse_mla=True, got True")
+    for name in _SPARSE_ONLY:
+        if given.get(name) is not None:
+            raise ValueError(f"{name}: only used with sparse_mla=True, got an argument in dense mode")
+    if indices_stride not in (0, None) or extra_indices_stride not in (0, None):
+        raise ValueError(f"indices_stride/extra_indices_stride: only used with sparse_mla=True, "
+                         f"got {indices_stride}/{extra_indices_stride}")
+
+
+def check_same_device(arrays: dict, device_id: int):
+    for name, x in arrays.items():
+        if x is None:
+            continue
+        dev = _device_of(x)
+        if dev is not None and dev != device_id:
+            raise ValueError(f"{name}: expected an array on CUDA device {device_id} (where q is), "
+                             f"got device {dev}")
+
+
+def _device_of(x):
+    if hasattr(x, "device") and hasattr(x.device, "index") and hasattr(x.device, "type"):
+        return x.device.index   # torch
+    dev = getattr(x, "device", None)
+    return getattr(dev, "id", None)

@@ -1,0 +1,181 @@
+"""Variant axes and the frozen keys that name every compiled kernel.
+
+A key is what gets compiled; its canonical name is the kernel symbol, the dump
+file name, the test id and the CLI argument.  All rules about which axis values
+combine live here (``check``), so the dispatcher, the CLI and the tests agree.
+
+Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
+suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
+``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
+tile, default 64).  Combine names read ``mla_combine_{out dtype}``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+import re
+
+
+class Layout(str, enum.Enum):
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    FP8_ROPE_AWARE = "fp8_rope_aware"
+    FP8_DS_MLA = "fp8_ds_mla"
+
+
+class Mask(str, enum.Enum):
+    NULL = "null"
+    CAUSAL = "causal"
+    SLIDING_WINDOW_CAUSAL = "sliding_window_causal"
+
+
+class Sparsity(str, enum.Enum):
+    DENSE = "dense"
+    SPARSE = "sparse"
+
+
+D_V = 512          # output width: V is the first 512 dims of every cached row
+D_ROPE = 64
+TILE_ROWS = (64, 32, 16)   # rows (heads x tokens) per tile; first is the default
+
+# Bytes of one cached row, by layout and D_qk.
+ROW_BYTES = {
+    (Layout.BF16, 576): 1152, (Layout.BF16, 512): 1024,
+    (Layout.FP16, 576): 1152, (Layout.FP16, 512): 1024,
+    (Layout.FP8, 576): 576, (Layout.FP8, 512): 512,
+    (Layout.FP8_ROPE_AWARE, 576): 640,
+    (Layout.FP8_DS_MLA, 576): 656,
+}
+
+# Layouts whose kernels exist today; the others are keys that render a
+# static_assert naming the issue that adds them.
+IMPLEMENTED_LAYOUTS = (Layout.BF16, Layout.FP16)
+IMPLEMENTED_SPARSITY = (Sparsity.DENSE,)
+
+
+def output_dtype_name(layout: Layout) -> str:
+    """fp16 caches produce fp16 output, every other layout bf16 (SPEC §3)."""
+    return "fp16" if Layout(layout) is Layout.FP16 else "bf16"
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeKey:
+    """Compile-time identity of one split-KV partial kernel."""
+
+    layout: Layout = Layout.BF16
+    mask: Mask = Mask.CAUSAL
+    sparsity: Sparsity = Sparsity.DENSE
+    fold: bool = False
+    d_qk: int = 576
+    q_fp8: bool = False
+    tile_rows: int = 64
+
+    def __post_init__(self):
+        object.__setattr__(self, "layout", Layout(self.layout))
+        object.__setattr__(self, "mask", Mask(self.mask))
+        object.__setattr__(self, "sparsity", Sparsity(self.sparsity))
+        object.__setattr__(self, "fold", bool(self.fold))
+        check(self)
+
+    @property
+    def name(self) -> str:
+        n = (f"mla_decode_{self.layout.value}_{self.mask.value}_"
+             f"{self.sparsity.value}_fold{int(self.fold)}")
+        if self.d_qk != 576:
+            n += f"_qk{self.d_qk}"
+        if self.q_fp8:
+            n += "_qfp8"
+        if self.tile_rows != TILE_ROWS[0]:
+            n += f"_m{self.tile_rows}"
+        return n
+
+    @property
+    def row_bytes(self) -> int:
+        return ROW_BYTES[(self.layout, self.d_qk)]
+
+    @property
+    def implemented(self) -> bool:
+        return self.layout in IMPLEMENTED_LAYOUTS and self.sparsity in IMPLEMENTED_SPARSITY
+
+    def __str__(self):
+        return self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class CombineKey:
+    """The LSE merge of partials depends only on the output dtype."""
+
+    out_dtype: str = "bf16"
+
+    def __post_init__(self):
+        if self.out_dtype not in ("bf16", "fp16"):
+            raise ValueError(f"combine out_dtype: expected 'bf16' or 'fp16', got {self.out_dtype!r}")
+
+    @property
+    def name(self) -> str:
+        return f"mla_combine_{self.out_dtype}"
+
+    @property
+    def implemented(self) -> bool:
+        return True
+
+    def __str__(self):
+        return self.name
+
+
+def check(key: DecodeKey) -> None:
+    """Reject combinations that have no meaning; the one place these rules live."""
+    if key.fold and key.sparsity is not Sparsity.SPARSE:
+        raise ValueError(f"{key.name}: fold_shared_index requires sparse mode")
+    if key.sparsity is Sparsity.SPARSE and key.mask is Mask.SLIDING_WINDOW_CAUSAL:
+        raise ValueError("sliding_window_causal is not supported in sparse mode; "
+                         "express windows as index lists")
+    if (key.layout, key.d_qk) not in ROW_BYTES:
+        raise ValueError(f"layout {key.layout.value!r} does not support d_qk={key.d_qk}")
+    if key.q_fp8 and key.layout is not Layout.FP8:
+        raise ValueError("e4m3 queries (qfp8) exist only for the 'fp8' layout "
+                         "(fp8_rope_aware queries are always its 640-byte rows)")
+    if key.tile_rows not in TILE_ROWS:
+        raise ValueError(f"tile_rows: expected one of {TILE_ROWS}, got {key.tile_rows}")
+
+
+_DECODE_RE = re.compile(
+    r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?".format(
+        l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
+        m="|".join(x.value for x in Mask),
+        s="|".join(x.value for x in Sparsity)))
+_COMBINE_RE = re.compile(r"mla_combine_(?P<dtype>bf16|fp16)")
+
+
+def parse(name: str) -> DecodeKey | CombineKey:
+    """Inverse of ``.name``; raises ValueError naming the bad part."""
+    m = _DECODE_RE.fullmatch(name)
+    if m:
+        key = DecodeKey(layout=m["layout"], mask=m["mask"], sparsity=m["sparsity"],
+                        fold=m["fold"] == "1", d_qk=int(m["d_qk"] or 576),
+                        q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]))
+        if key.name != name:  # e.g. an explicit default suffix such as _m64
+            raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
+        return key
+    m = _COMBINE_RE.fullmatch(name)
+    if m:
+        return CombineKey(m["dtype"])
+    raise ValueError(f"unknown variant name {name!r}; `mla-cupy list` prints every name")
+
+
+def all_variants(implemented_only: bool = False) -> list[DecodeKey | CombineKey]:
+    """Every valid key in a stable order (decode kernels, then combine kernels)."""
+    keys: list[DecodeKey | CombineKey] = []
+    for layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
+            Layout, Mask, Sparsity, (False, True), (576, 512), (False, True), TILE_ROWS):
+        try:
+            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows)
+        except ValueError:
+            continue
+        if key.implemented or not implemented_only:
+            keys.append(key)
+    keys += [CombineKey("bf16"), CombineKey("fp16")]
+    return keys

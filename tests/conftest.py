@@ -1,0 +1,44 @@
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("default", deadline=None, max_examples=25,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("gpu", deadline=None, max_examples=60,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def _has_gpu() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the device machine: tools/gpu_run.sh)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def compiled_kernels():
+    """Compile every implemented variant once; a compile error stops the run with its log."""
+    from mla_cupy.compiler import get_kernel
+    from mla_cupy.variants import all_variants
+
+    for key in all_variants(implemented_only=True):
+        try:
+            get_kernel(key)
+        except Exception as e:  # noqa: BLE001 - report and stop
+            pytest.exit(f"kernel {key.name} failed to compile:\n{e}", returncode=3)
+    return True

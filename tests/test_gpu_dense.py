@@ -1,0 +1,171 @@
+"""Dense decode on the GPU against the NumPy reference (marker ``gpu``)."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from mla_cupy.testing import compare, make_case, reference, run_gpu
+from strategies import dense_cases
+
+pytestmark = pytest.mark.gpu
+
+
+def _check(case, **kw):
+    out, lse = run_gpu(case, **kw)
+    ref_out, ref_lse = reference(case)
+    cmp = compare(out, lse, ref_out, ref_lse, dtype=case.q.dtype)
+    assert cmp.ok, f"{case.describe()}: {cmp.message}"
+    return out, lse, ref_out
+
+
+@given(dense_cases())
+def test_matches_reference(compiled_kernels, case):
+    _check(case)
+
+
+@given(dense_cases(max_batch=3))
+@settings(max_examples=20)
+def test_outputs_inside_hull_of_v(compiled_kernels, case):
+    out, _, _ = _check(case)
+    v = case.blocks[..., :512].astype(np.float64)
+    v = v[np.isfinite(v).all(axis=-1)]
+    if v.size:
+        lo, hi = v.min(axis=0), v.max(axis=0)
+        slack = 2.0**-7 * np.abs(v).max()
+        assert (out >= lo - slack).all() and (out <= hi + slack).all()
+
+
+@pytest.mark.parametrize("num_heads,seq_lens", [(16, [1] * 5), (128, [1, 2, 0, 3]), (20, [4, 4])])
+def test_independent_of_num_partitions_and_deterministic(compiled_kernels, num_heads, seq_lens):
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=seq_lens, cache_lens=rng.integers(0, 3000, len(seq_lens)),
+                     num_heads=num_heads, page_size=64, sink="random")
+    ref_out, _ = reference(case)
+    outs = {}
+    for p in (1, 2, 5, 16, 64, 200):
+        outs[p] = run_gpu(case, num_partitions=p)
+        cmp = compare(*outs[p], ref_out, reference(case)[1], dtype=case.q.dtype)
+        assert cmp.ok, f"P={p}: {cmp.message}"
+    for p in (1, 5):
+        again = run_gpu(case, num_partitions=p)
+        assert np.array_equal(again[0], outs[p][0]) and np.array_equal(again[1], outs[p][1])
+
+
+@pytest.mark.parametrize("sink_value,expect_zero", [(-np.inf, False), (np.inf, True)])
+def test_infinite_sinks(compiled_kernels, sink_value, expect_zero):
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[1, 2], cache_lens=[300, 70], num_heads=8,
+                     sink=np.full(8, sink_value, np.float32))
+    for p in (1, 4):
+        out, lse, ref_out = _check(case, num_partitions=p)
+        assert np.isfinite(out).all()
+        if expect_zero:
+            assert (out == 0).all()
+
+
+def test_empty_rows_give_zero_and_minus_inf(compiled_kernels):
+    # C_b = 0, S_b = 1 sees only itself; a window of 1 with causal still sees
+    # itself, so empty rows need S_b = 0 (no rows) -- check no row is touched.
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[0, 1, 0], cache_lens=[50, 0, 0], num_heads=4)
+    import cupy
+    out = cupy.full((1, 4, 512), np.nan, dtype=ml_dtypes.bfloat16)
+    _check(case, out=out)
+
+
+def test_long_sequence_million_keys(compiled_kernels):
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[1], cache_lens=[1_048_576 + 17], num_heads=16, page_size=64,
+                     spare_blocks=1)
+    _check(case)
+
+
+def test_cache_over_2_31_elements(compiled_kernels):
+    """Pages beyond element 2**31 of the blocks array (64-bit addressing)."""
+    import cupy
+    from mla_cupy import PagedKVCollection, mla_decode
+
+    rng = np.random.default_rng()
+    page_size, d = 64, 576
+    elems_per_block = page_size * d
+    num_blocks = (2**31 // elems_per_block) + 8
+    small = make_case(rng, seq_lens=[2], cache_lens=[300], num_heads=16, page_size=page_size,
+                      spare_blocks=0)
+    used = small.lookup_table[0][small.lookup_table[0] != 2**31 - 1]
+    blocks = cupy.empty((num_blocks, 1, page_size, d), dtype=ml_dtypes.bfloat16)
+    high = np.arange(num_blocks - len(used), num_blocks, dtype=np.uint32)
+    lookup = small.lookup_table.copy()
+    for i, blk in enumerate(used):
+        blocks[int(high[i])] = cupy.asarray(small.blocks[int(blk)])
+        lookup[0, i] = high[i]
+    kv = PagedKVCollection(blocks, cupy.asarray(lookup), cupy.asarray(small.cache_lengths), page_size)
+    out, lse = mla_decode(cupy.asarray(small.q), kv, cupy.asarray(small.input_row_offsets),
+                          scale=small.scale, return_lse=True)
+    ref_out, ref_lse = reference(small)
+    cmp = compare(out.get().astype(np.float32), lse.get(), ref_out, ref_lse, dtype=small.q.dtype)
+    assert int(high[0]) * elems_per_block > 2**31
+    assert cmp.ok, cmp.message
+
+
+def test_cuda_graph_replay_with_smaller_batch(compiled_kernels):
+    import cupy
+    from mla_cupy import generic_flare_mla_decode_kv_cache_ragged, pack_scalar_args
+
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[1] * 6, cache_lens=rng.integers(1, 2000, 6), num_heads=16)
+    kv = case.collection(cupy)
+    q = cupy.asarray(case.q)
+    offs = cupy.asarray(case.input_row_offsets)
+    out = cupy.zeros((6, 16, 512), dtype=ml_dtypes.bfloat16)
+    lse = cupy.zeros((6, 16), dtype=np.float32)
+    for num_partitions in (1, 4):
+        sa = pack_scalar_args(6, 1, kv.max_cache_length, 16, num_partitions=num_partitions)
+        stream = cupy.cuda.Stream(non_blocking=True)
+        args = (q, offs, kv, 0, case.scale, out, sa)
+        with stream:
+            generic_flare_mla_decode_kv_cache_ragged(*args, lse=lse, stream=stream)  # warm-up
+            stream.begin_capture()
+            generic_flare_mla_decode_kv_cache_ragged(*args, lse=lse, stream=stream)
+            graph = stream.end_capture()
+        ref_out, ref_lse = reference(case)
+        out.fill(0)
+        graph.launch(stream)
+        stream.synchronize()
+        cmp = compare(out.get().astype(np.float32), lse.get(), ref_out, ref_lse, dtype=case.q.dtype)
+        assert cmp.ok, cmp.message
+        # replay with 4 sequences: rows of sequences 4, 5 stay untouched
+        sa.update(4, stream=stream)
+        out.fill(7)
+        lse.fill(7)
+        graph.launch(stream)
+        stream.synchronize()
+        got = out.get().astype(np.float32)
+        cmp = compare(got[:4], lse.get()[:4], ref_out[:4], ref_lse[:4], dtype=case.q.dtype)
+        assert cmp.ok, cmp.message
+        assert (got[4:] == 7).all() and (lse.get()[4:] == 7).all()
+
+
+def test_torch_tensors_in_and_out(compiled_kernels):
+    torch = pytest.importorskip("torch")
+    from mla_cupy import PagedKVCollection, mla_decode
+
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[1, 3], cache_lens=[100, 513], num_heads=32, sink="random")
+
+    def t(a):
+        if a.dtype == np.dtype(ml_dtypes.bfloat16):
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
+        if a.dtype == np.uint32:
+            return torch.from_numpy(a.astype(np.int32)).cuda()
+        return torch.from_numpy(a).cuda()
+
+    kv = PagedKVCollection(t(case.blocks), t(case.lookup_table), t(case.cache_lengths), case.page_size)
+    out, lse = mla_decode(t(case.q), kv, t(case.input_row_offsets), scale=case.scale,
+                          attn_sink=t(case.attn_sink), return_lse=True)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
+    torch.cuda.synchronize()
+    ref_out, ref_lse = reference(case)
+    cmp = compare(out.float().cpu().numpy(), lse.cpu().numpy(), ref_out, ref_lse, dtype=case.q.dtype)
+    assert cmp.ok, cmp.message
