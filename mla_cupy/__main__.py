@@ -5,6 +5,8 @@
     dump [--all | NAME...] -o DIR
     compile [--all | NAME...] [--arch sm_90a]   NVRTC without a GPU; ptxas resources
     check                     one random case on the GPU against the reference
+    demo                      the main job: on a GPU, a kernel checked against the
+                              reference and timed; without one, compile + reference
     info                      GPU, CuPy, NVRTC, cache directory
 """
 from __future__ import annotations
@@ -76,6 +78,54 @@ def cmd_check(args):
         raise SystemExit(1)
 
 
+def _has_gpu() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def cmd_demo(args):
+    import time
+
+    import numpy as np
+    from .testing import compare, make_case, reference
+    rng = np.random.default_rng(args.seed)
+    case = make_case(rng, seq_lens=[1] * 8, cache_lens=rng.integers(1000, 4000, 8), num_heads=16,
+                     page_size=64, sink="random")
+    t0 = time.perf_counter()
+    ref_out, ref_lse = reference(case)
+    t_ref = time.perf_counter() - t0
+    if not _has_gpu():
+        from .compiler import compile_offline
+        res = compile_offline("mla_decode_bf16_causal_dense_fold0_m16")
+        print("no GPU found: compiled the kernel with NVRTC and ran the NumPy reference only")
+        print(res.line())
+        print(f"reference: {case.describe()}  ({t_ref:.2f} s, |out| max {np.abs(ref_out).max():.3f})")
+        return
+    import cupy
+    from .testing import run_gpu
+    out, lse = run_gpu(case)
+    cmp = compare(out, lse, ref_out, ref_lse, dtype=case.q.dtype)
+    print(f"{case.describe()}\n{'PASS' if cmp.ok else 'FAIL'}: {cmp.message}")
+    if not cmp.ok:
+        raise SystemExit(1)
+    from .dispatch import mla_decode
+    q_dev, kv = cupy.asarray(case.q), case.collection(cupy)
+    offs = cupy.asarray(case.input_row_offsets)
+    mla_decode(q_dev, kv, offs, scale=case.scale, q_max_seq_len=1)   # warm-up
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for _ in range(50):
+        start.record()
+        mla_decode(q_dev, kv, offs, scale=case.scale, q_max_seq_len=1)
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
+    print(f"time: median {np.median(times):.1f} us over 50 calls (tools/bench.py for the full table)")
+
+
 def cmd_info(args):
     import cupy
     from cupy.cuda import nvrtc
@@ -120,6 +170,10 @@ def main(argv=None) -> int:
     p = sub.add_parser("check", help="one random case on the GPU against the NumPy reference")
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(fn=cmd_check)
+    p = sub.add_parser("demo", help="the main job: check a kernel against the reference and time it "
+                       "(without a GPU: compile + reference)")
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(fn=cmd_demo)
     p = sub.add_parser("info", help="GPU, CuPy, NVRTC and cache directories")
     p.set_defaults(fn=cmd_info)
     args = ap.parse_args(argv)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["mla_decode_reference", "merge_by_lse", "dequantize_rows"]
+__all__ = ["dequantize_rows", "merge_by_lse", "mla_decode_reference"]
 
 D_V = 512  # output width: V is the latent part of the cached row
 _E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
@@ -151,20 +151,26 @@ def _attend(q, k, v, scale, sink):
 class _Stream:
     """One paged collection at one layer; decodes rows on demand."""
 
-    def __init__(self, coll, layer_idx, layout, scales_fallback=None):
+    def __init__(self, name, coll, layer_idx, layout, scales_fallback=None):
         blocks = np.asarray(coll.blocks)
         if blocks.ndim != 4:
-            raise ValueError(f"blocks: expected [num_blocks, num_layers, page_size, row], got shape {blocks.shape}")
+            raise ValueError(
+                f"{name}.blocks: expected [num_blocks, num_layers, page_size, row], got shape {blocks.shape}"
+            )
         if blocks.dtype != _CACHE_DTYPE[layout]:
-            raise TypeError(f"blocks: layout {layout} expects {_CACHE_DTYPE[layout]}, got {blocks.dtype}")
+            raise TypeError(f"{name}.blocks: layout {layout} expects {_CACHE_DTYPE[layout]}, got {blocks.dtype}")
         if not 0 <= layer_idx < blocks.shape[1]:
             raise ValueError(f"layer_idx: expected 0 <= layer_idx < {blocks.shape[1]}, got {layer_idx}")
         self.layout = layout
         self.page_size = int(coll.page_size)
         self.num_rows = blocks.shape[0] * self.page_size
         self.blocks = blocks[:, layer_idx]
-        scales = coll.scales if coll.scales is not None else scales_fallback
-        self.scales = None if scales is None else np.asarray(scales)[:, layer_idx]
+        self.scales = None  # only fp8_rope_aware has per-token scales
+        if layout == "fp8_rope_aware":
+            scales = coll.scales if coll.scales is not None else scales_fallback
+            if scales is None:
+                raise ValueError(f"{name}.scales: fp8_rope_aware needs per-token scales, got None")
+            self.scales = np.asarray(scales)[:, layer_idx]
 
     def read(self, block, slot):
         """Rows at (block, slot) pairs -> float64 (K, V)."""
@@ -176,6 +182,7 @@ class _Stream:
         return self.read(rows // self.page_size, rows % self.page_size)
 
     def valid(self, rows):
+        """Encoded rows that exist; anything else (-1, sentinels) is masked, never read."""
         return (rows >= 0) & (rows < self.num_rows)
 
 
@@ -189,7 +196,7 @@ def _index_rows(name, arr, tokens, stride):
     arr = np.asarray(arr)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name}: expected an integer array (int32), got {arr.dtype}")
-    stride = stride or (arr.shape[-1] if arr.ndim else 0)
+    stride = stride or arr.shape[-1]
     return arr.astype(np.int64).reshape(tokens, stride)
 
 
@@ -244,7 +251,9 @@ def mla_decode_reference(
     if sparse_mla and d_indices is None:
         raise ValueError("d_indices: sparse_mla needs d_indices, got None")
     if sparse_mla and sliding:
-        raise ValueError("mask_str: sliding_window_causal is not supported with sparse_mla; express the window as index lists")
+        raise ValueError(
+            "mask_str: sliding_window_causal is not supported with sparse_mla; express the window as index lists"
+        )
     if extra_k is not None and (not sparse_mla or extra_d_indices is None):
         raise ValueError("extra_k: the extra stream needs sparse_mla=True and extra_d_indices")
     if extra_k is not None and extra_k.layout != layout:
@@ -252,9 +261,7 @@ def mla_decode_reference(
 
     offs = np.asarray(input_row_offsets).astype(np.int64)
     batch, tokens = len(offs) - 1, int(offs[-1])
-    main = _Stream(kv_collection, layer_idx, layout)
-    if layout == "fp8_rope_aware" and main.scales is None:
-        raise ValueError("kv_collection.scales: fp8_rope_aware needs per-token scales, got None")
+    main = _Stream("kv_collection", kv_collection, layer_idx, layout)
 
     q = np.asarray(q)
     if q.dtype not in _Q_DTYPES[layout]:
@@ -288,7 +295,7 @@ def mla_decode_reference(
             n_keys = cached + n_new
             # Decode once per sequence the keys visible to at least one of its tokens.
             first = max(0, cached - local_window_size + 1) if sliding else 0
-            j = np.arange(first, table.shape[1] * main.page_size)
+            j = np.arange(first, n_keys)
             k_seq, v_seq = main.read(table[b, j // main.page_size], j % main.page_size)
             for i in range(n_new):
                 pos = cached + i
@@ -303,9 +310,8 @@ def mla_decode_reference(
     logical = None if logical_indices is None else _index_rows("logical_indices", logical_indices, tokens, stride)
     topk = None if topk_lengths is None else np.asarray(topk_lengths).astype(np.int64)
     if extra_k is not None:
-        extra = _Stream(extra_k, layer_idx, layout, extra_scales_ptr)
-        if layout == "fp8_rope_aware" and extra.scales is None:
-            raise ValueError("extra_scales_ptr: fp8_rope_aware extra stream needs extra_k.scales or extra_scales_ptr")
+        # The extra stream's σ may come from extra_scales_ptr instead of extra_k.scales.
+        extra = _Stream("extra_k", extra_k, layer_idx, layout, extra_scales_ptr)
         extra_indices = _index_rows("extra_d_indices", extra_d_indices, tokens, extra_indices_stride)
         extra_stride = extra_indices.shape[1]
         extra_topk = None if extra_topk_lengths is None else np.asarray(extra_topk_lengths).astype(np.int64)

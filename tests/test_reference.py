@@ -24,7 +24,7 @@ BF16 = ml_dtypes.bfloat16
 LAYOUTS = ["bf16", "fp16", "fp8", "fp8_rope_aware", "fp8_ds_mla"]
 LAYERS = 2
 SENTINEL = 2**31 - 1
-TOL = dict(rtol=1e-9, atol=1e-10)  # float64 against float64: only summation order differs
+TOL = {"rtol": 1e-9, "atol": 1e-10}  # float64 against float64: only summation order differs
 
 FEW = settings(deadline=None, max_examples=25)
 MANY = settings(deadline=None, max_examples=80)
@@ -80,7 +80,12 @@ def junk_indices(rng, shape, num_rows):
 
 def collection(blocks, table, cache_lengths, page_size, scales, layout):
     return SimpleNamespace(
-        blocks=blocks, lookup_table=table, cache_lengths=cache_lengths, page_size=page_size, scales=scales, layout=layout
+        blocks=blocks,
+        lookup_table=table,
+        cache_lengths=cache_lengths,
+        page_size=page_size,
+        scales=scales,
+        layout=layout,
     )
 
 
@@ -144,6 +149,19 @@ def problems(draw, max_seqs=3, max_new=3, max_cached=6, max_heads=3, one_token=F
     )
 
 
+# One small problem; fixed_case() changes some of its parameters.
+BASE = {
+    "layout": "bf16", "sparse": False, "mask": "causal", "new": [1, 2], "cached": [2, 0], "page_size": 2, "heads": 2,
+    "d_qk": 576, "window": 1, "sink": None, "q_kind": "bf16", "q_scale": False, "layer": 0, "spare_blocks": 0,
+    "table_dtype": np.int32, "stride": 1, "topk": False, "logical": False, "fold": False, "extra": False,
+    "extra_stride": 1, "extra_topk": False, "extra_scales_ptr": False, "v_ones": False, "seed": 0,
+}  # fmt: skip
+
+
+def fixed_case(**changes):
+    return Case({**BASE, **changes})
+
+
 class Case:
     """A random problem, the exact values its bytes encode and its visible key sets.
 
@@ -180,7 +198,9 @@ class Case:
             if q_scale is not None:
                 self.q_true = self.q_true * q_scale.astype(np.float64)[:, None, None]
         else:
-            q, self.q_true, _, _ = encode_rows(rng, layout if layout in ("bf16", "fp16") else "bf16", (tokens, heads), d_qk)
+            q, self.q_true, _, _ = encode_rows(
+                rng, layout if layout in ("bf16", "fp16") else "bf16", (tokens, heads), d_qk
+            )
             q_scale = None
         self.scale = float(rng.uniform(0.02, 0.15))
         finite = rng.normal(0, 3, heads)
@@ -205,7 +225,9 @@ class Case:
         extra = None
         if p["sparse"]:
             stride = p["stride"]
-            kw.update(sparse_mla=True, d_indices=junk_indices(rng, (tokens, stride), num_blocks * ps), indices_stride=stride)
+            kw.update(
+                sparse_mla=True, d_indices=junk_indices(rng, (tokens, stride), num_blocks * ps), indices_stride=stride
+            )
             kw["fold_shared_index"] = p["fold"]
             if p["topk"]:
                 kw["topk_lengths"] = rng.integers(-1, stride + 2, len(new)).astype(np.int32)
@@ -214,7 +236,9 @@ class Case:
             if p["extra"]:
                 e_ps, e_blocks = int(rng.integers(1, 5)), int(rng.integers(1, 4))
                 e_stored, ek, ev, e_sigma = encode_rows(rng, layout, (e_blocks, LAYERS, e_ps), d_qk, v_ones=p["v_ones"])
-                extra = collection(e_stored, np.full((1, 1), SENTINEL, np.int32), np.zeros(1, np.int32), e_ps, e_sigma, layout)
+                extra = collection(
+                    e_stored, np.full((1, 1), SENTINEL, np.int32), np.zeros(1, np.int32), e_ps, e_sigma, layout
+                )
                 self.rows["e"] = (ek[:, layer].reshape(-1, d_qk), ev[:, layer].reshape(-1, 512))
                 e_stride = p["extra_stride"]
                 kw.update(extra_k=extra, extra_indices_stride=e_stride)
@@ -242,8 +266,12 @@ class Case:
         if extra is not None:
             e_keep = keep_mask(extra.blocks, [r for keys in self.visible for s, r in keys if s == "e"], layer)
             self.bad_kw["extra_k"] = collection(
-                poison(extra.blocks, e_keep), extra.lookup_table, extra.cache_lengths, extra.page_size,
-                poison(extra.scales, e_keep), layout,
+                poison(extra.blocks, e_keep),
+                extra.lookup_table,
+                extra.cache_lengths,
+                extra.page_size,
+                poison(extra.scales, e_keep),
+                layout,
             )
             if "extra_scales_ptr" in kw:
                 self.bad_kw["extra_scales_ptr"] = poison(kw["extra_scales_ptr"], e_keep)
@@ -343,14 +371,7 @@ def test_matches_brute_force_per_layout(layout, sparse, data):
 
 
 def test_empty_sequences_and_empty_caches():
-    case = Case(
-        dict(
-            layout="bf16", sparse=False, mask="causal", new=[0, 2, 1, 0], cached=[3, 0, 0, 5], page_size=2, heads=2,
-            d_qk=576, window=1, sink=None, q_kind="bf16", q_scale=False, layer=1, spare_blocks=1,
-            table_dtype=np.int32, stride=1, topk=False, logical=False, fold=False, extra=False, extra_stride=1,
-            extra_topk=False, extra_scales_ptr=False, v_ones=False, seed=7,
-        )
-    )
+    case = fixed_case(new=[0, 2, 1, 0], cached=[3, 0, 0, 5], layer=1, spare_blocks=1, seed=7)
     out, lse = case.run()
     assert out.shape == (3, 2, 512)
     want_out, want_lse = case.brute_force()
@@ -491,7 +512,9 @@ def test_permuted_block_tables(p, seed):
         scales[perm] = case.main.scales
     table = case.main.lookup_table.astype(np.int64)
     table = np.where(table < num_blocks, perm[np.minimum(table, num_blocks - 1)], table)
-    moved = collection(blocks, table.astype(case.main.lookup_table.dtype), case.main.cache_lengths, ps, scales, p["layout"])
+    moved = collection(
+        blocks, table.astype(case.main.lookup_table.dtype), case.main.cache_lengths, ps, scales, p["layout"]
+    )
     overrides = {}
     if p["sparse"]:
         d = case.kw["d_indices"].astype(np.int64)
@@ -504,17 +527,23 @@ def test_permuted_block_tables(p, seed):
 
 
 def test_invalid_indices_are_masked():
-    case = Case(
-        dict(
-            layout="fp8", sparse=True, mask="null", new=[2, 1], cached=[4, 6], page_size=2, heads=2, d_qk=576,
-            window=1, sink="finite", q_kind="e4m3", q_scale=True, layer=0, spare_blocks=0, table_dtype=np.int32,
-            stride=6, topk=False, logical=False, fold=False, extra=False, extra_stride=1, extra_topk=False,
-            extra_scales_ptr=False, v_ones=False, seed=3,
-        )
+    case = fixed_case(
+        layout="fp8",
+        sparse=True,
+        mask="null",
+        new=[2, 1],
+        cached=[4, 6],
+        sink="finite",
+        q_kind="e4m3",
+        q_scale=True,
+        stride=6,
+        seed=3,
     )
     rows = case.main.blocks.shape[0] * 2  # every sequence has N_b >= 6, so all 6 slots are used
     good = np.array([[0, 5, 3], [7, 7, 2], [1, 4, 6]], np.int32)
-    junk = np.array([[-1, 0, -(2**31), 5, rows, 3], [7, 2**31 - 1, 7, rows + 1, -5, 2], [-1, -1, -1, 1, 4, 6]], np.int32)
+    junk = np.array(
+        [[-1, 0, -(2**31), 5, rows, 3], [7, 2**31 - 1, 7, rows + 1, -5, 2], [-1, -1, -1, 1, 4, 6]], np.int32
+    )
     with_junk = case.run(poisoned=False, d_indices=junk)
     compact = case.run(poisoned=False, d_indices=good, indices_stride=3)
     np.testing.assert_array_equal(with_junk[0], compact[0])
@@ -522,14 +551,7 @@ def test_invalid_indices_are_masked():
 
 
 def test_zero_tokens():
-    case = Case(
-        dict(
-            layout="bf16", sparse=False, mask="causal", new=[0, 0], cached=[3, 0], page_size=4, heads=5, d_qk=576,
-            window=1, sink=None, q_kind="bf16", q_scale=False, layer=0, spare_blocks=0, table_dtype=np.uint32,
-            stride=1, topk=False, logical=False, fold=False, extra=False, extra_stride=1, extra_topk=False,
-            extra_scales_ptr=False, v_ones=False, seed=1,
-        )
-    )
+    case = fixed_case(new=[0, 0], cached=[3, 0], page_size=4, heads=5, table_dtype=np.uint32, seed=1)
     out, lse = case.run()
     assert out.shape == (0, 5, 512) and lse.shape == (0, 5)
 
@@ -609,17 +631,6 @@ def test_dequantize_inverts_the_test_encoder(layout):
 # --- argument errors ------------------------------------------------------------------
 
 
-def small_case(layout="bf16"):
-    return Case(
-        dict(
-            layout=layout, sparse=False, mask="causal", new=[1, 2], cached=[2, 0], page_size=2, heads=2, d_qk=576,
-            window=1, sink=None, q_kind="bf16", q_scale=False, layer=0, spare_blocks=0, table_dtype=np.int32,
-            stride=1, topk=False, logical=False, fold=False, extra=False, extra_stride=1, extra_topk=False,
-            extra_scales_ptr=False, v_ones=False, seed=0,
-        )
-    )
-
-
 @pytest.mark.parametrize(
     "overrides, error",
     [
@@ -627,7 +638,15 @@ def small_case(layout="bf16"):
         (dict(mask_str="sliding_window_causal", local_window_size=0), ValueError),
         (dict(mask_str="banded"), ValueError),
         (dict(sparse_mla=True), ValueError),
-        (dict(sparse_mla=True, mask_str="sliding_window_causal", local_window_size=2, d_indices=np.zeros((3, 1), np.int32)), ValueError),
+        (
+            dict(
+                sparse_mla=True,
+                mask_str="sliding_window_causal",
+                local_window_size=2,
+                d_indices=np.zeros((3, 1), np.int32),
+            ),
+            ValueError,
+        ),
         (dict(sparse_mla=True, d_indices=np.zeros((3, 1), np.float32)), TypeError),
         (dict(per_token_scale_rope_aware=True), ValueError),
         (dict(extra_k=SimpleNamespace(layout="bf16")), ValueError),
@@ -635,23 +654,25 @@ def small_case(layout="bf16"):
 )
 def test_argument_errors(overrides, error):
     with pytest.raises(error):
-        small_case().run(**overrides)
+        fixed_case().run(**overrides)
 
 
 def test_layout_dtype_and_shape_errors():
-    case = small_case()
+    case = fixed_case()
     q, offsets, coll, layer, scale = case.args
     with pytest.raises(ValueError):
         mla_decode_reference(q, offsets, SimpleNamespace(**{**vars(coll), "layout": "int4"}), layer, scale)
     with pytest.raises(TypeError):
         mla_decode_reference(q.astype(np.float16), offsets, coll, layer, scale)
     with pytest.raises(TypeError):
-        mla_decode_reference(q, offsets, SimpleNamespace(**{**vars(coll), "blocks": coll.blocks.astype(np.float32)}), layer, scale)
+        mla_decode_reference(
+            q, offsets, SimpleNamespace(**{**vars(coll), "blocks": coll.blocks.astype(np.float32)}), layer, scale
+        )
     with pytest.raises(ValueError):
         mla_decode_reference(q[:, :, :512], offsets, coll, layer, scale)
     with pytest.raises(ValueError):
         mla_decode_reference(q, offsets, coll, LAYERS, scale)
-    rope_aware = small_case("fp8_rope_aware")
+    rope_aware = fixed_case(layout="fp8_rope_aware")
     with pytest.raises(ValueError):
         rope_aware.run(poisoned=False, per_token_scale_rope_aware=False)
     q, offsets, coll, layer, scale = rope_aware.args

@@ -135,6 +135,7 @@ def main(argv=None):
     ap.add_argument("--configs", nargs="*", default=list(CONFIGS))
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--commit", default=None, help="commit to record (the device copy has no git history)")
     args = ap.parse_args(argv)
 
     import cupy
@@ -144,8 +145,8 @@ def main(argv=None):
     dev = cupy.cuda.Device()
     props = cupy.cuda.runtime.getDeviceProperties(dev.id)
     gpu = props["name"].decode()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                           capture_output=True, text=True).stdout.strip() or "unknown"
     bw_peak, mm_peak = measure_ceilings()
     print(f"# {datetime.date.today()} {gpu} commit {commit}: copy {bw_peak:.2f} TB/s, "
           f"bf16 matmul {mm_peak:.0f} TFLOP/s", flush=True)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device-machine call: GPU tests, `mla-cupy check`, benchmark; logs to $OUT.
-# Usage (on the GPU machine, from the checkout):  bash tools/gpu_run.sh [pytest args...]
+# Usage (on the GPU machine, from the checkout):
+#   COMMIT=$(git rev-parse --short HEAD) BENCH=1 bash tools/gpu_run.sh [pytest args...]
 set -u -o pipefail
 OUT=${OUT:-/tmp/mla_out}
 mkdir -p "$OUT"
@@ -8,5 +9,6 @@ export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=${HYPOTHESIS_PRO
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import cupy; print('cupy', cupy.__version__, 'nvrtc', cupy.cuda.nvrtc.getVersion())" | tee -a "$OUT/gpu.txt"
 python3 -m mla_cupy check 2>&1 | tee "$OUT/check.log"
+python3 -m mla_cupy demo 2>&1 | tee -a "$OUT/check.log"
 python3 -m pytest -m gpu -x -q -p no:cacheprovider "$@" tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -30
-python3 tools/bench.py --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+[ "${BENCH:-1}" = 0 ] || python3 tools/bench.py --commit "${COMMIT:-unknown}" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
