@@ -28,7 +28,14 @@ _BF16 = np.dtype(ml_dtypes.bfloat16)
 _U8 = np.dtype(np.uint8)
 _F16 = np.dtype(np.float16)
 _MASKS = ("null", "causal", "sliding_window_causal")
-_CACHE_DTYPE = {"bf16": _BF16, "fp16": _F16, "fp8": _U8, "fp8_rope_aware": _U8, "fp8_ds_mla": _U8}
+# Allowed cache dtypes; fp8 data normally travels as uint8 bytes.
+_CACHE_DTYPES = {
+    "bf16": (_BF16,),
+    "fp16": (_F16,),
+    "fp8": (_U8, _E4M3),
+    "fp8_rope_aware": (_U8, _E4M3),
+    "fp8_ds_mla": (_U8, _E4M3),
+}
 # Allowed q dtypes; uint8 (or float8_e4m3fn) q means e4m3 values.
 _Q_DTYPES = {
     "bf16": (_BF16,),
@@ -39,6 +46,10 @@ _Q_DTYPES = {
 }
 # Fixed record widths in bytes; the other layouts store 576 or 512 values.
 _RECORD_BYTES = {"fp8_rope_aware": 640, "fp8_ds_mla": 656}
+
+
+def _names(dtypes):
+    return [str(d) for d in dtypes]
 
 
 def _le(raw, dtype):
@@ -60,8 +71,8 @@ def dequantize_rows(rows, layout, scales=None):
     ``scales`` is the per-row σ (``[n]``) of "fp8_rope_aware" and is required there;
     other layouts ignore it.
     """
-    if layout not in _CACHE_DTYPE:
-        raise ValueError(f"layout: expected one of {sorted(_CACHE_DTYPE)}, got {layout!r}")
+    if layout not in _CACHE_DTYPES:
+        raise ValueError(f"layout: expected one of {sorted(_CACHE_DTYPES)}, got {layout!r}")
     rows = np.asarray(rows)
     rows = rows.reshape(-1, rows.shape[-1])
     width = rows.shape[1]
@@ -70,9 +81,8 @@ def dequantize_rows(rows, layout, scales=None):
             raise ValueError(f"rows: {layout} records are {_RECORD_BYTES[layout]} bytes, got {width}")
     elif width not in (512, 576):
         raise ValueError(f"rows: {layout} rows hold 576 or 512 values, got {width}")
-    allowed = (_CACHE_DTYPE[layout],) if layout in ("bf16", "fp16") else (_U8, _E4M3)
-    if rows.dtype not in allowed:
-        raise TypeError(f"rows: layout {layout} expects dtype in {[str(d) for d in allowed]}, got {rows.dtype}")
+    if rows.dtype not in _CACHE_DTYPES[layout]:
+        raise TypeError(f"rows: layout {layout} expects dtype in {_names(_CACHE_DTYPES[layout])}, got {rows.dtype}")
 
     if layout in ("bf16", "fp16", "fp8"):
         k = (rows.view(_E4M3) if rows.dtype == _U8 else rows).astype(np.float64)
@@ -157,8 +167,10 @@ class _Stream:
             raise ValueError(
                 f"{name}.blocks: expected [num_blocks, num_layers, page_size, row], got shape {blocks.shape}"
             )
-        if blocks.dtype != _CACHE_DTYPE[layout]:
-            raise TypeError(f"{name}.blocks: layout {layout} expects {_CACHE_DTYPE[layout]}, got {blocks.dtype}")
+        if blocks.dtype not in _CACHE_DTYPES[layout]:
+            raise TypeError(
+                f"{name}.blocks: layout {layout} expects dtype in {_names(_CACHE_DTYPES[layout])}, got {blocks.dtype}"
+            )
         if not 0 <= layer_idx < blocks.shape[1]:
             raise ValueError(f"layer_idx: expected 0 <= layer_idx < {blocks.shape[1]}, got {layer_idx}")
         self.layout = layout
@@ -235,9 +247,11 @@ def mla_decode_reference(
     and fp8_rope_aware. ``indices_stride`` / ``extra_indices_stride`` of 0 mean the
     last dimension of the index array.
     """
-    layout = kv_collection.layout
-    if layout not in _CACHE_DTYPE:
-        raise ValueError(f"layout: expected one of {sorted(_CACHE_DTYPE)}, got {layout!r}")
+    # Layout and mask may be str-valued enums (mla_cupy.variants) or plain strings.
+    layout = getattr(kv_collection.layout, "value", kv_collection.layout)
+    mask_str = getattr(mask_str, "value", mask_str)
+    if layout not in _CACHE_DTYPES:
+        raise ValueError(f"layout: expected one of {sorted(_CACHE_DTYPES)}, got {layout!r}")
     if mask_str not in _MASKS:
         raise ValueError(f"mask_str: expected one of {_MASKS}, got {mask_str!r}")
     sliding = mask_str == "sliding_window_causal"
@@ -256,7 +270,7 @@ def mla_decode_reference(
         )
     if extra_k is not None and (not sparse_mla or extra_d_indices is None):
         raise ValueError("extra_k: the extra stream needs sparse_mla=True and extra_d_indices")
-    if extra_k is not None and extra_k.layout != layout:
+    if extra_k is not None and getattr(extra_k.layout, "value", extra_k.layout) != layout:
         raise ValueError(f"extra_k: expected layout {layout} like kv_collection, got {extra_k.layout}")
 
     offs = np.asarray(input_row_offsets).astype(np.int64)
@@ -265,7 +279,7 @@ def mla_decode_reference(
 
     q = np.asarray(q)
     if q.dtype not in _Q_DTYPES[layout]:
-        raise TypeError(f"q: layout {layout} expects dtype in {[str(d) for d in _Q_DTYPES[layout]]}, got {q.dtype}")
+        raise TypeError(f"q: layout {layout} expects dtype in {_names(_Q_DTYPES[layout])}, got {q.dtype}")
     d_qk = 576 if layout == "fp8_ds_mla" else main.blocks.shape[-1]
     if q.ndim != 3 or q.shape[0] != tokens or q.shape[2] != d_qk:
         raise ValueError(f"q: expected [{tokens}, H, {d_qk}], got shape {q.shape}")

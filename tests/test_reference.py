@@ -2,7 +2,7 @@
 
 The brute force shares nothing with the reference: the test encodes known values
 into cache bytes itself, enumerates visible keys one by one with the SPEC's rules
-and does the softmax per head and key with `math`. Every rendered case also
+and does the softmax per head and key with `math`. Every Case also
 poisons all rows, scales and table entries no visible key refers to, so reading
 any of them shows up as NaN or IndexError.
 """
@@ -286,7 +286,7 @@ class Case:
         table, ps = self.main.lookup_table.astype(np.int64).tolist(), p["page_size"]
         offsets = self.offsets.tolist()
         visible, pages = [], set()
-        for b, (n_new, n_cached) in enumerate(zip(p["new"], p["cached"])):
+        for b, (n_new, n_cached) in enumerate(zip(p["new"], p["cached"], strict=True)):
             n_keys = n_new + n_cached
             for i in range(n_new):
                 t, pos, keys = offsets[b] + i, n_cached + i, []
@@ -331,7 +331,7 @@ class Case:
                 if not kv:
                     continue
                 q = self.q_true[t, h].tolist()
-                scores = [self.scale * math.fsum(a * b for a, b in zip(q, k)) for k, _ in kv]
+                scores = [self.scale * math.fsum(a * b for a, b in zip(q, k, strict=True)) for k, _ in kv]
                 top = max(scores)
                 lse[t, h] = top + math.log(math.fsum(math.exp(s - top) for s in scores))
                 sink = -math.inf if self.sink is None else float(self.sink[h])
@@ -341,7 +341,7 @@ class Case:
                 weights = [math.exp(s - top) for s in scores]
                 denominator = math.fsum(weights) + (math.exp(sink - top) if sink > -math.inf else 0.0)
                 for d in range(512):
-                    out[t, h, d] = math.fsum(w * v[d] for w, (_, v) in zip(weights, kv)) / denominator
+                    out[t, h, d] = math.fsum(w * v[d] for w, (_, v) in zip(weights, kv, strict=True)) / denominator
         return out, lse
 
 
