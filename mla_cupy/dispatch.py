@@ -6,8 +6,10 @@ packs the scalar arguments.
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
+import warnings
 
 import numpy as np
 
@@ -53,12 +55,9 @@ def generic_flare_mla_decode_kv_cache_ragged(
         d_indices=d_indices, topk_lengths=topk_lengths, extra_k=extra_k,
         extra_d_indices=extra_d_indices, extra_topk_lengths=extra_topk_lengths,
         extra_scales_ptr=extra_scales_ptr, logical_indices=logical_indices))
-    if sparse_mla:
-        if mask is Mask.SLIDING_WINDOW_CAUSAL:
-            raise ValueError("mask_str: 'sliding_window_causal' is not supported with sparse_mla=True; "
-                             "express windows as index lists")
-        raise NotImplementedError("sparse_mla=True: sparse decode kernels are not in this build "
-                                  "yet (issue 3); the NumPy reference implements it")
+    if sparse_mla and mask is Mask.SLIDING_WINDOW_CAUSAL:
+        raise ValueError("mask_str: 'sliding_window_causal' is not supported with sparse_mla=True; "
+                         "express windows as index lists")
     if layout not in (Layout.BF16, Layout.FP16):
         raise NotImplementedError(f"kv_collection: the {layout.value!r} cache layout has no kernel "
                                   "in this build yet (issue 4); the NumPy reference implements it")
@@ -77,6 +76,14 @@ def generic_flare_mla_decode_kv_cache_ragged(
     V.check_output(output, layout, num_tokens, num_heads)
     V.check_lse(lse, num_tokens, num_heads)
     V.check_attn_sink(attn_sink_ptr, num_heads)
+    sparse = None
+    if sparse_mla:
+        sparse = V.check_sparse(
+            num_tokens=num_tokens, batch_size=batch_size, layer_idx=layer_idx, kv=kv_collection,
+            d_indices=d_indices, indices_stride=indices_stride, topk_lengths=topk_lengths,
+            logical_indices=logical_indices, extra_k=extra_k, extra_d_indices=extra_d_indices,
+            extra_indices_stride=extra_indices_stride, extra_topk_lengths=extra_topk_lengths,
+            extra_scales_ptr=extra_scales_ptr)
     if num_partitions_in is not None:
         check_num_partitions(num_partitions_in)
     host_batch, q_max_seq_len, num_partitions = _scalar_args_values(scalar_args_buf)
@@ -92,13 +99,24 @@ def generic_flare_mla_decode_kv_cache_ragged(
     V.check_same_device(dict(input_row_offsets=input_row_offsets, output=output, lse=lse,
                              attn_sink_ptr=attn_sink_ptr, blocks=kv_collection.blocks,
                              lookup_table=kv_collection.lookup_table,
-                             cache_lengths=kv_collection.cache_lengths), device_id)
+                             cache_lengths=kv_collection.cache_lengths,
+                             d_indices=d_indices, topk_lengths=topk_lengths,
+                             logical_indices=logical_indices, extra_d_indices=extra_d_indices,
+                             extra_topk_lengths=extra_topk_lengths,
+                             extra_blocks=extra_k.blocks if extra_k is not None else None),
+                        device_id)
     cp_stream = _as_cupy_stream(stream, q)
     if host_batch == 0 or num_tokens == 0 or q_max_seq_len == 0:
         return
 
-    key = DecodeKey(layout=layout, mask=mask, sparsity=Sparsity.DENSE,
-                    d_qk=kv_collection.d_qk, tile_rows=tile_rows_for(q_max_seq_len * num_heads))
+    # Rows of one CTA: a sequence's tokens x heads, except unfolded sparse
+    # (each token has its own index row): one token's heads.
+    per_token = sparse_mla and not fold_shared_index
+    rows_per_cta = num_heads if per_token else q_max_seq_len * num_heads
+    key = DecodeKey(layout=layout, mask=mask,
+                    sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
+                    fold=fold_shared_index, d_qk=kv_collection.d_qk,
+                    tile_rows=tile_rows_for(rows_per_cta))
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
         _check_smem(cfg, key, device_id)
@@ -110,7 +128,9 @@ def generic_flare_mla_decode_kv_cache_ragged(
         o_part = lse_part = _NULL
         if num_partitions > 1:
             o_part, lse_part = _workspace(device_id, cp_stream, num_partitions, num_tokens, num_heads)
-        grid = (math.ceil(q_max_seq_len * num_heads / cfg.block_m), num_partitions, host_batch)
+        row_tiles = (q_max_seq_len * math.ceil(num_heads / cfg.block_m) if per_token
+                     else math.ceil(q_max_seq_len * num_heads / cfg.block_m))
+        grid = (row_tiles, num_partitions, host_batch)
         window = local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0
         with cp_stream:
             decode(grid, (cfg.num_threads,), (
@@ -118,7 +138,8 @@ def generic_flare_mla_decode_kv_cache_ragged(
                 args["sink"], args["scalar"], args["out"], args["lse"], o_part, lse_part,
                 np.int32(num_heads), np.int32(kv_collection.num_layers), np.int32(layer_idx),
                 np.int32(kv_collection.page_size), np.int32(kv_collection.lookup_table.shape[1]),
-                np.int32(window), np.int32(num_tokens), np.float32(scale * LOG2E)),
+                np.int32(window), np.int32(num_tokens), np.float32(scale * LOG2E),
+                *_sparse_args(sparse, kv_collection)),
                 shared_mem=cfg.smem_bytes)
             if combine is not None:
                 combine((num_heads, num_tokens), (128,), (
@@ -159,12 +180,17 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     if out is None:
         out = _empty_like_io(q, (num_tokens, num_heads, D_V), out_dt, torch_io)
     lse = _empty_like_io(q, (num_tokens, num_heads), "float32", torch_io) if return_lse else None
+    kw = sparse_and_fp8_args
+    for idx_name, stride_name in (("d_indices", "indices_stride"),
+                                  ("extra_d_indices", "extra_indices_stride")):
+        if kw.get(idx_name) is not None and not kw.get(stride_name):
+            kw[stride_name] = int(kw[idx_name].shape[-1])
     sa = pack_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
                           layout=layout.value, num_partitions=num_partitions,
-                          sparse_mla=sparse_and_fp8_args.get("sparse_mla", False),
-                          indices_stride=sparse_and_fp8_args.get("indices_stride", 0),
-                          extra_indices_stride=sparse_and_fp8_args.get("extra_indices_stride", 0),
-                          fold_shared_index=sparse_and_fp8_args.get("fold_shared_index", False))
+                          sparse_mla=kw.get("sparse_mla", False),
+                          indices_stride=kw.get("indices_stride", 0),
+                          extra_indices_stride=kw.get("extra_indices_stride", 0),
+                          fold_shared_index=kw.get("fold_shared_index", False))
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(
@@ -189,6 +215,25 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
         raise ValueError(f"scalar_args_buf: expected batch_size, q_max_seq_len >= 0, got {host.tolist()}")
     check_num_partitions(int(host[2]))
     return int(host[0]), int(host[1]), int(host[2])
+
+
+def _sparse_args(sparse, kv) -> tuple:
+    """Kernel arguments of sparse mode, in signature order (nulls when dense)."""
+    if sparse is None:
+        return (_NULL,) * 6 + (np.int32(0),) * 4 + (np.int64(0),) * 2
+    def ptr(x, name):
+        return _NULL if x is None else to_cupy(x, name)
+    ek = sparse.extra_k
+    return (ptr(sparse.d_indices, "d_indices"), ptr(sparse.topk_lengths, "topk_lengths"),
+            ptr(sparse.logical_indices, "logical_indices"),
+            ptr(ek.blocks if ek is not None else None, "extra_k.blocks"),
+            ptr(sparse.extra_d_indices, "extra_d_indices"),
+            ptr(sparse.extra_topk_lengths, "extra_topk_lengths"),
+            np.int32(sparse.indices_stride), np.int32(sparse.extra_indices_stride),
+            np.int32(ek.page_size if ek is not None else 1),
+            np.int32(ek.num_layers if ek is not None else 1),
+            np.int64(kv.num_blocks * kv.page_size),
+            np.int64(ek.num_blocks * ek.page_size if ek is not None else 0))
 
 
 def _launch_args(q, offsets, kv, output, lse, sink, scalar_args_buf) -> dict:
@@ -219,21 +264,35 @@ def _as_cupy_stream(stream, q):
     if stream is None:
         if is_torch(q):
             import torch
-            return cupy.cuda.ExternalStream(torch.cuda.current_stream(q.device).cuda_stream)
+            return _external_stream(torch.cuda.current_stream(q.device).cuda_stream)
         return cupy.cuda.get_current_stream()
-    if isinstance(stream, cupy.cuda.Stream) or isinstance(stream, cupy.cuda.ExternalStream):
+    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
         return stream
     if hasattr(stream, "cuda_stream"):   # torch.cuda.Stream
-        return cupy.cuda.ExternalStream(stream.cuda_stream)
-    if isinstance(stream, int):
-        return cupy.cuda.ExternalStream(stream)
+        return _external_stream(stream.cuda_stream)
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return _external_stream(stream)
     raise TypeError(f"stream: expected a cupy/torch CUDA stream, a raw handle or None, "
                     f"got {type(stream).__name__}")
 
 
-def _check_smem(cfg, key, device_id):
+@functools.lru_cache(maxsize=None)
+def _smem_limit(device_id: int) -> int:
+    from cupy.cuda import runtime
+    return runtime.deviceGetAttribute(runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id)
+
+
+def _external_stream(handle: int):
     import cupy
-    limit = cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"]
+    with warnings.catch_warnings():
+        # CuPy 14 prefers Stream.from_external(obj with __cuda_stream__); a raw
+        # handle (torch's .cuda_stream, MAX's stream) still needs ExternalStream.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(handle)
+
+
+def _check_smem(cfg, key, device_id):
+    limit = _smem_limit(device_id)
     if cfg.smem_bytes > limit:
         raise ValueError(f"{key.name}: needs {cfg.smem_bytes} bytes of shared memory per block, "
                          f"device {device_id} allows {limit}")

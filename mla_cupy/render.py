@@ -42,7 +42,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     num_threads = 32 * (key.tile_rows // 16) * warps_n
     row_pad = key.d_qk + 8
     elems = key.tile_rows * row_pad + num_stages * block_n * row_pad + key.tile_rows * (block_n + 8)
-    smem = 2 * elems + 4 * warps_n * key.tile_rows
+    smem = 2 * elems + 4 * warps_n * key.tile_rows + 4 * num_stages * block_n
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
@@ -81,6 +81,6 @@ def render(key: DecodeKey | CombineKey) -> str:
     cfg = launch_config(key)
     return env.get_template("mla_decode.cu.j2").render(
         name=key.name, layout=key.layout.value, mask_name=key.mask.value,
-        mask_id=_MASK_IDS[key.mask], is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
+        mask_id=_MASK_IDS[key.mask], sparsity=key.sparsity.value, fold=key.fold, is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
         tile_rows=key.tile_rows, block_n=cfg.block_n, num_stages=cfg.num_stages,
         warps_n=cfg.warps_n)

@@ -7,6 +7,7 @@ the buffer, never from a device-to-host copy.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -41,10 +42,16 @@ class ScalarArgs:
 
 def sm_count_of_current_device() -> int:
     try:
-        import cupy
-        return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+        from cupy.cuda import runtime
+        return _sm_count(runtime.getDevice())
     except Exception:   # no GPU (CPU tests, CLI): plan for an H200
         return H200_SMS
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_id: int) -> int:
+    from cupy.cuda import runtime
+    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMultiProcessorCount, device_id))
 
 
 def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int, num_heads: int,

@@ -35,6 +35,11 @@ class Case:
     window: int
     attn_sink: np.ndarray | None
     num_partitions: int | None
+    # sparse mode: d_indices, topk_lengths, logical_indices, extra_d_indices,
+    # extra_topk_lengths (arrays or None) and fold_shared_index
+    sparse: dict | None = None
+    extra_blocks: np.ndarray | None = None
+    extra_page_size: int = 1
 
     @property
     def batch_size(self) -> int:
@@ -53,12 +58,38 @@ class Case:
                                  xp.asarray(self.cache_lengths), self.page_size,
                                  max_cache_length=int(self.cache_lengths.max(initial=0)))
 
+    def extra_collection(self, xp=np) -> PagedKVCollection | None:
+        if self.extra_blocks is None:
+            return None
+        batch = self.batch_size
+        return PagedKVCollection(xp.asarray(self.extra_blocks),
+                                 xp.zeros((batch, 1), dtype=np.int32),
+                                 xp.zeros(batch, dtype=np.int32), self.extra_page_size,
+                                 max_cache_length=0)
+
+    def sparse_kwargs(self, xp=np) -> dict:
+        """Keyword arguments of the sparse entry points (arrays moved with xp)."""
+        if self.sparse is None:
+            return {}
+        kw = {k: (xp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in self.sparse.items()}
+        kw["sparse_mla"] = True
+        kw["extra_k"] = self.extra_collection(xp)
+        return kw
+
     def describe(self) -> str:
         s = np.diff(self.input_row_offsets).tolist()
-        return (f"B={self.batch_size} H={self.num_heads} d_qk={self.q.shape[2]} "
+        text = (f"B={self.batch_size} H={self.num_heads} d_qk={self.q.shape[2]} "
                 f"dtype={self.q.dtype} page={self.page_size} mask={self.mask} W={self.window} "
                 f"S={s} C={self.cache_lengths.tolist()} sink={self.attn_sink is not None} "
                 f"P={self.num_partitions} layer={self.layer_idx}/{self.blocks.shape[1]}")
+        if self.sparse is not None:
+            sp = self.sparse
+            text += (f" sparse: stride={sp['d_indices'].shape[1]} fold={sp['fold_shared_index']} "
+                     f"topk={None if sp['topk_lengths'] is None else sp['topk_lengths'].tolist()} "
+                     f"logical={sp['logical_indices'] is not None} "
+                     f"extra={None if sp['extra_d_indices'] is None else sp['extra_d_indices'].shape[1]}"
+                     f"/page {self.extra_page_size}")
+        return text
 
 
 def visible_key_range(cache_len: int, seq_len: int, mask: str, window: int) -> tuple[int, int]:
@@ -107,11 +138,73 @@ def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, p
                 num_partitions=num_partitions)
 
 
+GARBAGE_INDICES = (-1, -2**31, 2**31 - 1)
+
+
+def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_stride,
+                     num_heads=16, page_size=64, d_qk=576, dtype="bfloat16", mask="causal",
+                     sink=None, num_layers=1, layer_idx=0, num_partitions=None, fold=False,
+                     topk="none", logical=False, extra_stride=0, extra_page_size=32,
+                     extra_topk="none", valid_fraction=0.8, live_rows=None) -> Case:
+    """A sparse case: indices point at random live rows of a NaN-filled cache;
+    the rest are -1 or garbage (-2^31, 2^31-1, num_blocks*page_size, huge)."""
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    seq_lens = np.asarray(seq_lens, dtype=np.int64)
+    cache_lens = np.asarray(cache_lens, dtype=np.int64)
+    batch, tokens = len(seq_lens), int(seq_lens.sum())
+    offsets = np.concatenate([[0], np.cumsum(seq_lens)]).astype(np.uint32)
+
+    def stream(stride, pg, nblocks):
+        """NaN cache + [T, stride] indices into a random subset of its rows."""
+        total = nblocks * pg
+        n_live = max(1, min(total, live_rows or max(8, 2 * stride)))
+        live = rng.choice(total, size=n_live, replace=False)
+        blocks = np.full((nblocks, num_layers, pg, d_qk), np.nan, dtype=np.float32)
+        for r in live:
+            blocks[r // pg, :, r % pg, :] = rng.standard_normal((num_layers, d_qk))
+        idx = rng.choice(live, size=(tokens, stride))          # duplicates happen
+        garbage = np.array(list(GARBAGE_INDICES) + [total, total + 12345], dtype=np.int64)
+        bad = rng.random((tokens, stride)) > valid_fraction
+        idx = np.where(bad, rng.choice(garbage, size=(tokens, stride)), idx)
+        return blocks.astype(np_dtype), idx.astype(np.int32)
+
+    def lengths(kind, stride):
+        if kind == "none":
+            return None
+        return rng.integers(-2, stride + 4, size=batch).astype(np.int32)
+
+    num_blocks = max(2, (indices_stride * 2) // page_size + 2)
+    blocks, d_indices = stream(indices_stride, page_size, num_blocks)
+    logical_indices = None
+    if logical:
+        n_max = int((cache_lens + seq_lens).max(initial=1))
+        logical_indices = rng.integers(-1, n_max + 2, size=d_indices.shape).astype(np.int32)
+    extra_blocks = extra_d = None
+    if extra_stride:
+        extra_blocks, extra_d = stream(extra_stride, extra_page_size,
+                                       max(2, (extra_stride * 2) // extra_page_size + 2))
+    q = rng.standard_normal((tokens, num_heads, d_qk)).astype(np.float32)
+    if isinstance(sink, str) and sink == "random":
+        sink = rng.normal(0.0, 2.0, size=num_heads).astype(np.float32)
+    return Case(q=q.astype(np_dtype), input_row_offsets=offsets, blocks=blocks,
+                lookup_table=np.full((batch, 1), SENTINEL_PAGE, dtype=np.uint32),
+                cache_lengths=cache_lens.astype(np.uint32), page_size=page_size,
+                layer_idx=layer_idx, scale=d_qk ** -0.5, mask=mask, window=-1,
+                attn_sink=None if sink is None else np.asarray(sink, np.float32),
+                num_partitions=num_partitions,
+                sparse=dict(d_indices=d_indices, topk_lengths=lengths(topk, indices_stride),
+                            logical_indices=logical_indices, extra_d_indices=extra_d,
+                            extra_topk_lengths=lengths(extra_topk, extra_stride) if extra_stride else None,
+                            fold_shared_index=fold),
+                extra_blocks=extra_blocks, extra_page_size=extra_page_size)
+
+
 def reference(case: Case):
     from .reference import mla_decode_reference
     return mla_decode_reference(
         case.q, case.input_row_offsets, case.collection(), case.layer_idx, case.scale,
-        mask_str=case.mask, local_window_size=case.window, attn_sink_ptr=case.attn_sink)
+        mask_str=case.mask, local_window_size=case.window, attn_sink_ptr=case.attn_sink,
+        **case.sparse_kwargs())
 
 
 def run_gpu(case: Case, *, return_lse=True, num_partitions=None, out=None):
@@ -125,7 +218,8 @@ def run_gpu(case: Case, *, return_lse=True, num_partitions=None, out=None):
         layer_idx=case.layer_idx, scale=case.scale, mask=case.mask,
         window=case.window if case.mask == "sliding_window_causal" else None,
         attn_sink=None if case.attn_sink is None else cupy.asarray(case.attn_sink),
-        num_partitions=p, return_lse=True, out=out, q_max_seq_len=case.q_max_seq_len)
+        num_partitions=p, return_lse=True, out=out, q_max_seq_len=case.q_max_seq_len,
+        **case.sparse_kwargs(cupy))
     return out_dev.get().astype(np.float32), lse_dev.get()
 
 

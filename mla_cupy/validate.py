@@ -7,8 +7,10 @@ name the argument, what was expected and what was given.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
+from typing import Any
 
 from .arrays import dtype_name, is_device_array
 from .variants import D_V, Layout, Mask
@@ -154,3 +156,78 @@ def _device_of(x):
         return x.device.index   # torch
     dev = getattr(x, "device", None)
     return getattr(dev, "id", None)
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseArgs:
+    """Validated sparse-mode arguments (strides resolved)."""
+
+    d_indices: Any
+    indices_stride: int
+    topk_lengths: Any
+    logical_indices: Any
+    extra_k: Any
+    extra_d_indices: Any
+    extra_indices_stride: int
+    extra_topk_lengths: Any
+
+
+def _check_indices(name, x, num_tokens, stride_name, stride):
+    check_device_array(name, x, dtypes=("int32",), ndim=2)
+    if x.shape[0] != num_tokens:
+        raise ValueError(f"{name}: expected {num_tokens} rows (one per query token), got shape {list(x.shape)}")
+    check_int(stride_name, stride, lo=0)
+    if stride == 0:
+        return int(x.shape[1])
+    if stride != x.shape[1]:
+        raise ValueError(f"{stride_name}: expected {name}.shape[1] = {x.shape[1]} (or 0 to take it), got {stride}")
+    return stride
+
+
+def check_sparse(*, num_tokens, batch_size, layer_idx, kv, d_indices, indices_stride, topk_lengths,
+                 logical_indices, extra_k, extra_d_indices, extra_indices_stride, extra_topk_lengths,
+                 extra_scales_ptr) -> SparseArgs:
+    if d_indices is None:
+        raise ValueError("d_indices: sparse_mla=True needs [T, indices_stride] int32 indices, got None")
+    stride = _check_indices("d_indices", d_indices, num_tokens, "indices_stride", indices_stride)
+    if topk_lengths is not None:
+        check_device_array("topk_lengths", topk_lengths, dtypes=("int32",), ndim=1)
+        if topk_lengths.shape[0] < batch_size:
+            raise ValueError(f"topk_lengths: expected at least {batch_size} entries, got {topk_lengths.shape[0]}")
+    if logical_indices is not None:
+        check_device_array("logical_indices", logical_indices, dtypes=("int32",),
+                           shape=tuple(d_indices.shape))
+    extra_stride = 0
+    if extra_k is None:
+        for name, v in (("extra_d_indices", extra_d_indices), ("extra_topk_lengths", extra_topk_lengths),
+                        ("extra_scales_ptr", extra_scales_ptr)):
+            if v is not None:
+                raise ValueError(f"{name}: only used with an extra stream (extra_k), got one without it")
+        if extra_indices_stride not in (0, None):
+            raise ValueError(f"extra_indices_stride: only used with extra_k, got {extra_indices_stride}")
+    else:
+        from .cache import PagedKVCollection
+        if not isinstance(extra_k, PagedKVCollection):
+            raise TypeError(f"extra_k: expected a PagedKVCollection, got {type(extra_k).__name__}")
+        if extra_k.layout is not kv.layout or extra_k.d_qk != kv.d_qk:
+            raise ValueError(f"extra_k: expected the main cache's layout {kv.layout.value!r} with "
+                             f"d_qk={kv.d_qk}, got {extra_k.layout.value!r} with d_qk={extra_k.d_qk}")
+        if layer_idx >= extra_k.num_layers:
+            raise ValueError(f"extra_k: layer_idx {layer_idx} needs at least {layer_idx + 1} layers, "
+                             f"got {extra_k.num_layers}")
+        check_device_array("extra_k.blocks", extra_k.blocks, dtypes=(dtype_name(kv.blocks),), ndim=4)
+        if extra_d_indices is None:
+            raise ValueError("extra_d_indices: an extra stream needs [T, extra_indices_stride] int32 "
+                             "indices, got None")
+        extra_stride = _check_indices("extra_d_indices", extra_d_indices, num_tokens,
+                                      "extra_indices_stride", extra_indices_stride)
+        if extra_topk_lengths is not None:
+            check_device_array("extra_topk_lengths", extra_topk_lengths, dtypes=("int32",), ndim=1)
+            if extra_topk_lengths.shape[0] < batch_size:
+                raise ValueError(f"extra_topk_lengths: expected at least {batch_size} entries, "
+                                 f"got {extra_topk_lengths.shape[0]}")
+        if extra_scales_ptr is not None and kv.layout is not Layout.FP8_ROPE_AWARE:
+            raise ValueError(f"extra_scales_ptr: only used with layout 'fp8_rope_aware', "
+                             f"got one for {kv.layout.value!r}")
+    return SparseArgs(d_indices, stride, topk_lengths, logical_indices, extra_k, extra_d_indices,
+                      extra_stride, extra_topk_lengths)

@@ -52,7 +52,7 @@ ROW_BYTES = {
 # Layouts whose kernels exist today; the others are keys that render a
 # static_assert naming the issue that adds them.
 IMPLEMENTED_LAYOUTS = (Layout.BF16, Layout.FP16)
-IMPLEMENTED_SPARSITY = (Sparsity.DENSE,)
+IMPLEMENTED_SPARSITY = (Sparsity.DENSE, Sparsity.SPARSE)
 
 
 def output_dtype_name(layout: Layout) -> str:

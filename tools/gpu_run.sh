@@ -11,4 +11,5 @@ python3 -c "import cupy; print('cupy', cupy.__version__, 'nvrtc', cupy.cuda.nvrt
 python3 -m mla_cupy check 2>&1 | tee "$OUT/check.log"
 python3 -m mla_cupy demo 2>&1 | tee -a "$OUT/check.log"
 python3 -m pytest -m gpu -x -q -p no:cacheprovider "$@" tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -30
+[ "${MEMCHECK:-1}" = 0 ] || compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tee "$OUT/memcheck.log" | tail -15
 [ "${BENCH:-1}" = 0 ] || python3 tools/bench.py --commit "${COMMIT:-unknown}" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
