@@ -50,8 +50,9 @@ class PagedKVCollection:
         if max_cache_length is None:
             lengths = to_host_int(cache_lengths)
             max_cache_length = int(lengths.max()) if lengths.size else 0
-        if isinstance(max_cache_length, bool) or not isinstance(max_cache_length, int) \
-                or max_cache_length < 0:
+        if isinstance(max_cache_length, bool) or not isinstance(max_cache_length, int):
+            raise TypeError(f"max_cache_length: expected an int, got {type(max_cache_length).__name__}")
+        if max_cache_length < 0:
             raise ValueError(f"max_cache_length: expected an int >= 0, got {max_cache_length!r}")
         self.max_cache_length = max_cache_length
 
@@ -78,7 +79,13 @@ class PagedKVCollection:
                 f"max_cache_length={self.max_cache_length})")
 
 
+def _require_array(name, x):
+    if x is None or not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise TypeError(f"{name}: expected an array (CuPy, torch or NumPy), got {type(x).__name__}")
+
+
 def _as_4d(blocks):
+    _require_array("blocks", blocks)
     shape = tuple(blocks.shape)
     if len(shape) == 3:
         return blocks.reshape(shape[0], 1, shape[1], shape[2])
@@ -92,6 +99,7 @@ def _as_4d(blocks):
 
 
 def _check_index_array(name, x, ndim):
+    _require_array(name, x)
     if dtype_name(x) not in _INDEX_DTYPES:
         raise TypeError(f"{name}: expected int32 or uint32, got {dtype_name(x)}")
     if len(x.shape) != ndim:
@@ -102,6 +110,8 @@ def _resolve_layout(blocks, layout) -> Layout:
     dt, row = dtype_name(blocks), blocks.shape[3]
     inferred = _INFER.get((dt, row))
     if layout is None:
+        if inferred is None and dt not in ("bfloat16", "float16", "uint8", "float8_e4m3fn"):
+            raise TypeError(f"blocks: expected dtype bfloat16, float16 or uint8 (fp8 bytes), got {dt}")
         if inferred is None:
             raise ValueError(f"blocks: cannot infer a layout from dtype {dt} and row width {row}; "
                              "expected bf16/fp16 rows of 576 or 512, or uint8 rows of 576, 512, "

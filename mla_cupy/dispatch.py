@@ -166,7 +166,9 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
         raise TypeError(f"kv_collection: expected a PagedKVCollection, got {type(kv_collection).__name__}")
     if scale is None:
         scale = kv_collection.d_qk ** -0.5
-    if q is None or len(getattr(q, "shape", ())) != 3:
+    if q is None or not hasattr(q, "shape"):
+        raise TypeError(f"q: expected a CUDA array [T, H, D], got {type(q).__name__}")
+    if len(q.shape) != 3:
         raise ValueError(f"q: expected [T, H, D], got {getattr(q, 'shape', type(q).__name__)}")
     num_tokens, num_heads = q.shape[0], q.shape[1]
     if q_max_seq_len is None:
@@ -207,6 +209,9 @@ _NULL = np.uint64(0)   # a null pointer kernel argument
 
 def _scalar_args_values(buf) -> tuple[int, int, int]:
     if isinstance(buf, ScalarArgs):
+        V.check_int("scalar_args_buf.batch_size", buf.batch_size, lo=0)
+        V.check_int("scalar_args_buf.q_max_seq_len", buf.q_max_seq_len, lo=0)
+        check_num_partitions(buf.num_partitions)
         return buf.batch_size, buf.q_max_seq_len, buf.num_partitions
     V.check_device_array("scalar_args_buf", buf, dtypes=("int64",), shape=(3,))
     from .arrays import to_host_int

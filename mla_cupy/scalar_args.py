@@ -75,6 +75,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
 
 
 def check_num_partitions(num_partitions) -> None:
-    if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)) \
-            or not 1 <= num_partitions <= 65535:
+    if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)):
+        raise TypeError(f"num_partitions: expected an int, got {type(num_partitions).__name__}")
+    if not 1 <= num_partitions <= 65535:
         raise ValueError(f"num_partitions: expected an int in [1, 65535], got {num_partitions!r}")

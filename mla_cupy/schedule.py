@@ -51,9 +51,12 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
     per query row.  The P in 1..64 with the least modelled time wins (the
     smallest on ties); no split is left without a tile of keys.
 
-    On a 132-SM H200 this gives, e.g., P=1 for 128 sequences x 128 heads (256
-    CTAs of 64 rows already fill two waves), P=2 for 128 x 16 heads (128
-    CTAs of 16 rows, 264 slots), and up to 64 for one long sequence.  Other
+    On a 132-SM H200 at 8K keys this gives, e.g., P=1 for 128 sequences x 128
+    heads (256 CTAs of 64 rows nearly fill two waves), P=2 for 128 x 16 heads
+    (128 CTAs of 16 rows, 264 slots), and up to 64 for one long sequence.  A
+    partly filled last wave is worth splitting once the keys are long enough
+    that the split's combine pass costs less than the idle SMs (e.g. 128 x 128
+    at 1M keys gives 17).  Other
     SM counts scale the slot count; the layout changes only bytes per key,
     which moves all P alike, so it does not enter.
     """

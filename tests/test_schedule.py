@@ -112,17 +112,6 @@ def test_documented_examples(kw, expected):
     assert choose_num_partitions(**kw, sm_count=H200_SMS) == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "property from the brief does not hold: with a wave tail (e.g. 529 CTAs on 264 slots "
-    "= 2.004 waves) the wave-quantised cost model splits to fill the tail; "
-    "see the report (design question, not asserted as a bug)"))
-@pytest.mark.parametrize("b,h,q,c", [(529, 1, 1, 4096), (133, 128, 1, 1_000_000)])
-def test_two_full_waves_already_means_no_split(b, h, q, c):
-    row_tiles, tile = _dense_row_tiles(h, q)
-    assert b * row_tiles >= 2 * H200_SMS * ctas_per_sm(tile)
-    assert choose_num_partitions(b, h, q, c, sm_count=H200_SMS) == 1
-
-
 @pytest.mark.parametrize("name", ["batch_size", "num_heads", "q_max_seq_len",
                                   "max_cache_length", "sm_count"])
 @pytest.mark.parametrize("bad", [-1, True, False, 2.0, "4", None])
