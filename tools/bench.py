@@ -31,6 +31,11 @@ CONFIGS = {
     "b8_h16_s1_k65536_p64": (8, 16, 1, 65536, 64),
     "b64_h64_s1_k2048_p1": (64, 64, 1, 2048, 1),
 }
+# Sparse (DeepSeek-V3.2 style top-k): name: (batch, heads, q_len, cache_len, page_size, topk)
+SPARSE_CONFIGS = {
+    "sparse_b128_h128_s1_k32768_top2048_p64": (128, 128, 1, 32768, 64, 2048),
+    "sparse_b128_h16_s1_k32768_top2048_p64": (128, 16, 1, 32768, 64, 2048),
+}
 
 
 def _events_median(fn, repeats, flush):
@@ -107,6 +112,41 @@ def check_subset(kv, q, out, lse, q_len, scale, rng, n=4):
     return worst
 
 
+def sparse_indices(kv, q_len, topk, rng):
+    """Each token: topk distinct keys of its own sequence, as encoded physical rows."""
+    import cupy
+    batch = kv.batch_size
+    n_keys = kv.max_cache_length + q_len
+    lookup = kv.lookup_table.get().astype(np.int64)
+    rows = np.empty((batch * q_len, topk), dtype=np.int32)
+    for b in range(batch):
+        for i in range(q_len):
+            j = rng.choice(n_keys, size=topk, replace=False)
+            rows[b * q_len + i] = lookup[b, j // kv.page_size] * kv.page_size + j % kv.page_size
+    return cupy.asarray(rows)
+
+
+def check_sparse_subset(kv, q, out, lse, q_len, scale, d_indices, rng, n=2):
+    from mla_cupy.cache import PagedKVCollection
+    from mla_cupy.reference import mla_decode_reference
+    from mla_cupy.testing import compare
+    host_blocks = kv.blocks.get()
+    worst = 0.0
+    for b in rng.choice(kv.batch_size, size=min(n, kv.batch_size), replace=False):
+        b = int(b)
+        rows = slice(b * q_len, (b + 1) * q_len)
+        sub = PagedKVCollection(host_blocks, kv.lookup_table[b:b + 1].get(),
+                                kv.cache_lengths[b:b + 1].get(), kv.page_size)
+        ref_out, ref_lse = mla_decode_reference(q[rows].get(), np.array([0, q_len], np.int32), sub, 0,
+                                                scale, sparse_mla=True, d_indices=d_indices[rows].get())
+        cmp = compare(out[rows].get().astype(np.float32), lse[rows].get(), ref_out, ref_lse,
+                      dtype=ml_dtypes.bfloat16)
+        if not cmp.ok:
+            raise SystemExit(f"sparse sequence {b}: WRONG: {cmp.message}")
+        worst = max(worst, cmp.max_err)
+    return worst
+
+
 def cupy_index(a):
     import cupy
     return cupy.asarray(a)
@@ -132,7 +172,7 @@ def torch_baseline(kv, q, offs, heads, q_len, cache_len, scale):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configs", nargs="*", default=list(CONFIGS))
+    ap.add_argument("--configs", nargs="*", default=list(CONFIGS) + list(SPARSE_CONFIGS))
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--json", default=None)
     ap.add_argument("--commit", default=None, help="commit to record (the device copy has no git history)")
@@ -154,18 +194,28 @@ def main(argv=None):
     flush = lambda: flush_buf.fill(0)  # noqa: E731
     rows = []
     for name in args.configs:
-        batch, heads, q_len, cache_len, page_size = CONFIGS[name]
+        sparse = name in SPARSE_CONFIGS
+        if sparse:
+            batch, heads, q_len, cache_len, page_size, topk = SPARSE_CONFIGS[name]
+        else:
+            batch, heads, q_len, cache_len, page_size = CONFIGS[name]
         kv, q, offs = build(batch, heads, q_len, cache_len, page_size, rng)
         scale = 576 ** -0.5
         out = cupy.empty((batch * q_len, heads, 512), dtype=ml_dtypes.bfloat16)
         lse = cupy.empty((batch * q_len, heads), dtype=np.float32)
-        sa = pack_scalar_args(batch, q_len, cache_len, heads)
+        kw = {}
+        if sparse:
+            kw = dict(sparse_mla=True, d_indices=sparse_indices(kv, q_len, topk, rng),
+                      indices_stride=topk)
+        sa = pack_scalar_args(batch, q_len, cache_len, heads, sparse_mla=sparse,
+                              indices_stride=topk if sparse else 0)
         call = lambda: generic_flare_mla_decode_kv_cache_ragged(  # noqa: E731
-            q, offs, kv, 0, scale, out, sa, lse=lse)
+            q, offs, kv, 0, scale, out, sa, lse=lse, **kw)
         call()
-        err = check_subset(kv, q, out, lse, q_len, scale, rng)
+        err = (check_sparse_subset(kv, q, out, lse, q_len, scale, kw["d_indices"], rng) if sparse
+               else check_subset(kv, q, out, lse, q_len, scale, rng))
         med, best = _events_median(call, args.repeats, flush)
-        n_keys = cache_len + q_len
+        n_keys = topk if sparse else cache_len + q_len
         kv_bytes = batch * n_keys * 1152 + q.nbytes + out.nbytes
         flops = 2 * batch * heads * q_len * n_keys * (576 + 512)
         tbs = kv_bytes / (med * 1e-6) / 1e12
@@ -174,6 +224,8 @@ def main(argv=None):
         row = dict(config=name, num_partitions=sa.num_partitions, us=med, best_us=best,
                    tb_s=tbs, tflop_s=tfl, roofline=floor_us / med, max_err=err)
         try:
+            if sparse:
+                raise RuntimeError("no torch baseline for sparse")
             base = torch_baseline(kv, q, offs, heads, q_len, cache_len, scale)
             base()
             row["torch_us"], _ = _events_median(base, max(5, args.repeats // 3), flush)
