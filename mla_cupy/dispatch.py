@@ -20,7 +20,7 @@ from .compiler import get_kernel
 from .render import launch_config
 from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
 from .schedule import tile_rows_for
-from .variants import D_V, CombineKey, DecodeKey, Layout, Mask, Sparsity, output_dtype_name
+from .variants import D_V, TILE_ROWS, CombineKey, DecodeKey, Layout, Mask, Sparsity, output_dtype_name
 
 LOG2E = 1.4426950408889634
 
@@ -113,13 +113,11 @@ def generic_flare_mla_decode_kv_cache_ragged(
     # (each token has its own index row): one token's heads.
     per_token = sparse_mla and not fold_shared_index
     rows_per_cta = num_heads if per_token else q_max_seq_len * num_heads
-    key = DecodeKey(layout=layout, mask=mask,
-                    sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
-                    fold=fold_shared_index, d_qk=kv_collection.d_qk,
-                    tile_rows=tile_rows_for(rows_per_cta))
+    key = _fitting_key(device_id, tile_rows_for(rows_per_cta), layout=layout, mask=mask,
+                       sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
+                       fold=fold_shared_index, d_qk=kv_collection.d_qk)
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
-        _check_smem(cfg, key, device_id)
         decode = get_kernel(key, device_id)
         combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
             if num_partitions > 1 else None
@@ -296,16 +294,23 @@ def _external_stream(handle: int):
         return cupy.cuda.ExternalStream(handle)
 
 
-def _check_smem(cfg, key, device_id):
+def _fitting_key(device_id, tile_rows, **axes) -> DecodeKey:
+    """The chosen tile, or the next smaller one whose shared memory fits the
+    device (an A100's 163 KiB takes 32-row tiles where an H200 runs 64)."""
     limit = _smem_limit(device_id)
-    if cfg.smem_bytes > limit:
-        raise ValueError(f"{key.name}: needs {cfg.smem_bytes} bytes of shared memory per block, "
-                         f"device {device_id} allows {limit}")
+    for rows in sorted((r for r in TILE_ROWS if r <= tile_rows), reverse=True):
+        key = DecodeKey(tile_rows=rows, **axes)
+        if launch_config(key).smem_bytes <= limit:
+            return key
+    raise ValueError(f"{key.name}: needs {launch_config(key).smem_bytes} bytes of shared memory "
+                     f"per block, device {device_id} allows {limit}")
 
 
-# Split-KV partials live in one grow-only buffer per (device, stream): a
-# captured graph keeps pointing at it, and launches on one stream are ordered.
+# Split-KV partials live in one grow-only buffer per (device, stream): launches
+# on one stream are ordered.  A buffer that is outgrown is retired, not freed,
+# so a CUDA graph captured earlier keeps valid pointers.
 _workspaces: dict = {}
+_retired_workspaces: list = []
 _workspace_lock = threading.Lock()
 
 
@@ -317,6 +322,8 @@ def _workspace(device_id, stream, num_partitions, num_tokens, num_heads):
     with _workspace_lock:
         ws = _workspaces.get(key)
         if ws is None or ws[1].size < rows:
+            if ws is not None:
+                _retired_workspaces.append(ws)
             o_part = cupy.empty(rows * D_V, dtype=np.float32)
             lse_part = cupy.empty(rows, dtype=np.float32)
             ws = _workspaces[key] = (o_part, lse_part)

@@ -110,7 +110,7 @@ def past_validation(monkeypatch):
     def stop(*a, **k):
         raise PastValidation
     for name in ("_device_id", "_as_cupy_stream", "get_kernel", "_launch_args", "_workspace",
-                 "_check_smem"):
+                 "_fitting_key"):
         monkeypatch.setattr(dispatch, name, stop)
 
 

@@ -242,3 +242,20 @@ def test_combine_key_validation():
     assert parse("mla_combine_fp16") == CombineKey("fp16")
     with pytest.raises(ValueError):
         CombineKey("fp32")
+
+
+def test_tile_falls_back_to_fit_a_smaller_shared_memory(monkeypatch):
+    """An A100 (163 KiB per block) gets 32-row tiles where an H200 runs 64."""
+    from mla_cupy import dispatch
+
+    monkeypatch.setattr(dispatch, "_smem_limit", lambda device_id: 163 * 1024)
+    key = dispatch._fitting_key(0, 64, layout="bf16", mask="causal", sparsity="dense",
+                                fold=False, d_qk=576)
+    assert key.tile_rows == 32
+    monkeypatch.setattr(dispatch, "_smem_limit", lambda device_id: 227 * 1024)
+    assert dispatch._fitting_key(0, 64, layout="bf16", mask="causal", sparsity="dense",
+                                 fold=False, d_qk=576).tile_rows == 64
+    monkeypatch.setattr(dispatch, "_smem_limit", lambda device_id: 48 * 1024)
+    with pytest.raises(ValueError, match="shared memory"):
+        dispatch._fitting_key(0, 64, layout="bf16", mask="causal", sparsity="dense",
+                              fold=False, d_qk=576)
