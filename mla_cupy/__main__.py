@@ -20,13 +20,13 @@ def _keys(args):
     from .variants import all_variants, parse
     if args.all == bool(args.names):
         raise ValueError("expected --all or at least one variant NAME (not both)")
-    return all_variants(implemented_only=True) if args.all else [parse(n) for n in args.names]
+    return all_variants() if args.all else [parse(n) for n in args.names]
 
 
 def cmd_list(args):
     from .variants import all_variants
-    for key in all_variants(implemented_only=not args.planned):
-        print(key.name if key.implemented else f"{key.name}  (planned)")
+    for key in all_variants():
+        print(key.name)
 
 
 def cmd_render(args):
@@ -152,7 +152,6 @@ def main(argv=None) -> int:
                                  "dump, compile, check on the GPU, info.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("list", help="print every variant name")
-    p.add_argument("--planned", action="store_true", help="also names whose kernels are not built yet")
     p.set_defaults(fn=cmd_list)
     p = sub.add_parser("render", help="CUDA source of one variant to stdout")
     p.add_argument("name")
@@ -161,7 +160,7 @@ def main(argv=None) -> int:
                           ("compile", cmd_compile, "NVRTC-compile (no GPU needed), print ptxas resources")):
         p = sub.add_parser(name, help=hlp)
         p.add_argument("names", nargs="*", metavar="NAME")
-        p.add_argument("--all", action="store_true", help="every implemented variant")
+        p.add_argument("--all", action="store_true", help="every variant")
         if name == "dump":
             p.add_argument("-o", "--output", required=True, metavar="DIR")
         else:

@@ -58,13 +58,8 @@ def generic_flare_mla_decode_kv_cache_ragged(
     if sparse_mla and mask is Mask.SLIDING_WINDOW_CAUSAL:
         raise ValueError("mask_str: 'sliding_window_causal' is not supported with sparse_mla=True; "
                          "express windows as index lists")
-    if layout not in (Layout.BF16, Layout.FP16):
-        raise NotImplementedError(f"kv_collection: the {layout.value!r} cache layout has no kernel "
-                                  "in this build yet (issue 4); the NumPy reference implements it")
-    if q_scale_ptr is not None:
-        raise ValueError(f"q_scale_ptr: only used with fp8 layouts, got one for a {layout.value!r} cache")
     V.check_device_array("kv_collection.blocks", kv_collection.blocks,
-                         dtypes=(V.output_dtype(layout),), ndim=4)
+                         dtypes=V.cache_dtypes(layout), ndim=4)
     V.check_device_array("kv_collection.lookup_table", kv_collection.lookup_table,
                          dtypes=("int32", "uint32"), ndim=2)
     V.check_device_array("kv_collection.cache_lengths", kv_collection.cache_lengths,
@@ -76,6 +71,8 @@ def generic_flare_mla_decode_kv_cache_ragged(
     V.check_output(output, layout, num_tokens, num_heads)
     V.check_lse(lse, num_tokens, num_heads)
     V.check_attn_sink(attn_sink_ptr, num_heads)
+    q_fp8 = V.check_q_scale(q_scale_ptr, q, layout, num_tokens)
+    main_scales = V.check_cache_scales("kv_collection.scales", kv_collection)
     sparse = None
     if sparse_mla:
         sparse = V.check_sparse(
@@ -115,7 +112,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
     rows_per_cta = num_heads if per_token else q_max_seq_len * num_heads
     key = _fitting_key(device_id, tile_rows_for(rows_per_cta), layout=layout, mask=mask,
                        sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
-                       fold=fold_shared_index, d_qk=kv_collection.d_qk)
+                       fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
         decode = get_kernel(key, device_id)
@@ -137,7 +134,9 @@ def generic_flare_mla_decode_kv_cache_ragged(
                 np.int32(num_heads), np.int32(kv_collection.num_layers), np.int32(layer_idx),
                 np.int32(kv_collection.page_size), np.int32(kv_collection.lookup_table.shape[1]),
                 np.int32(window), np.int32(num_tokens), np.float32(scale * LOG2E),
-                *_sparse_args(sparse, kv_collection)),
+                *_sparse_args(sparse, kv_collection),
+                _ptr(q_scale_ptr, "q_scale_ptr"), _ptr(main_scales, "kv_collection.scales"),
+                _ptr(sparse.extra_scales if sparse is not None else None, "extra scales")),
                 shared_mem=cfg.smem_bytes)
             if combine is not None:
                 combine((num_heads, num_tokens), (128,), (
@@ -220,12 +219,15 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
     return int(host[0]), int(host[1]), int(host[2])
 
 
+def _ptr(x, name):
+    return _NULL if x is None else to_cupy(x, name)
+
+
 def _sparse_args(sparse, kv) -> tuple:
     """Kernel arguments of sparse mode, in signature order (nulls when dense)."""
     if sparse is None:
         return (_NULL,) * 6 + (np.int32(0),) * 4 + (np.int64(0),) * 2
-    def ptr(x, name):
-        return _NULL if x is None else to_cupy(x, name)
+    ptr = _ptr
     ek = sparse.extra_k
     return (ptr(sparse.d_indices, "d_indices"), ptr(sparse.topk_lengths, "topk_lengths"),
             ptr(sparse.logical_indices, "logical_indices"),

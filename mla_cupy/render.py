@@ -41,8 +41,12 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     num_stages = 2 if key.tile_rows == 16 else 3
     num_threads = 32 * (key.tile_rows // 16) * warps_n
     row_pad = key.d_qk + 8
-    elems = key.tile_rows * row_pad + num_stages * block_n * row_pad + key.tile_rows * (block_n + 8)
-    smem = 2 * elems + 4 * warps_n * key.tile_rows + 4 * num_stages * block_n
+    raw = key.layout not in (Layout.BF16, Layout.FP16)   # byte rows staged, then dequantised
+    kv16_tiles = 1 if raw else num_stages
+    elems = key.tile_rows * row_pad + kv16_tiles * block_n * row_pad + key.tile_rows * (block_n + 8)
+    smem = (2 * elems + (num_stages * block_n * key.row_bytes if raw else 0)
+            + 4 * warps_n * key.tile_rows
+            + 4 * num_stages * block_n * (2 if key.layout is Layout.FP8_ROPE_AWARE else 1))
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
@@ -70,17 +74,28 @@ def _load_template(name: str):
 
 def render(key: DecodeKey | CombineKey) -> str:
     """CUDA source of one variant; its single ``extern "C"`` kernel is ``key.name``."""
-    if not key.implemented:
-        raise NotImplementedError(
-            f"{key.name}: the {key.layout.value} layout in {key.sparsity.value} mode has "
-            "no kernel yet (sparse decode: issue 3; fp8 caches: issue 4)")
     env = _environment()
     if isinstance(key, CombineKey):
         return env.get_template("mla_combine.cu.j2").render(
             name=key.name, is_fp16=key.out_dtype == "fp16")
     cfg = launch_config(key)
     return env.get_template("mla_decode.cu.j2").render(
-        name=key.name, layout=key.layout.value, mask_name=key.mask.value,
-        mask_id=_MASK_IDS[key.mask], sparsity=key.sparsity.value, fold=key.fold, is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
+        name=key.name, layout=key.layout.value, layout_id=list(Layout).index(key.layout),
+        row_bytes=key.row_bytes, q_kind=_q_kind(key), q_row_bytes=_q_row_bytes(key),
+        mask_name=key.mask.value, mask_id=_MASK_IDS[key.mask], sparsity=key.sparsity.value,
+        fold=key.fold, is_fp16=key.layout is not Layout.BF16, d_qk=key.d_qk,
         tile_rows=key.tile_rows, block_n=cfg.block_n, num_stages=cfg.num_stages,
-        warps_n=cfg.warps_n)
+        warps_n=cfg.warps_n, smem_bytes=cfg.smem_bytes)
+
+
+def _q_kind(key: DecodeKey) -> int:
+    """How Q rows reach shared memory (see Q_KIND in mla_decode.cu.j2)."""
+    if key.layout in (Layout.BF16, Layout.FP16):
+        return 0
+    if key.layout is Layout.FP8_ROPE_AWARE:
+        return 3
+    return 2 if key.q_fp8 else 1
+
+
+def _q_row_bytes(key: DecodeKey) -> int:
+    return {0: 2 * key.d_qk, 1: 2 * key.d_qk, 2: key.d_qk, 3: 640}[_q_kind(key)]

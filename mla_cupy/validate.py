@@ -84,6 +84,36 @@ def q_width(layout: Layout, d_qk: int) -> int:
     return 640 if layout is Layout.FP8_ROPE_AWARE else d_qk
 
 
+def cache_dtypes(layout: Layout) -> tuple[str, ...]:
+    return {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",)}.get(layout, ("uint8", "float8_e4m3fn"))
+
+
+def check_q_scale(q_scale, q, layout: Layout, num_tokens: int) -> bool:
+    """Validate q_scale_ptr; returns whether q holds e4m3 bytes (the 'qfp8' variant)."""
+    q_bytes = dtype_name(q) in ("uint8", "float8_e4m3fn")
+    if q_scale is not None:
+        if layout not in (Layout.FP8, Layout.FP8_ROPE_AWARE):
+            raise ValueError(f"q_scale_ptr: only used with layouts 'fp8' and 'fp8_rope_aware', "
+                             f"got one for a {layout.value!r} cache")
+        check_device_array("q_scale_ptr", q_scale, dtypes=("float32",), shape=(num_tokens,))
+    return layout is Layout.FP8 and q_bytes
+
+
+def check_cache_scales(name, kv, extra_scales=None):
+    """Per-token scales of a rope-aware cache: its own, else extra_scales_ptr."""
+    if kv.layout is not Layout.FP8_ROPE_AWARE:
+        return None
+    scales = kv.scales if kv.scales is not None else extra_scales
+    if scales is None:
+        raise ValueError(f"{name}: layout 'fp8_rope_aware' needs per-token scales "
+                         f"[num_blocks, num_layers, page_size] float32, got None")
+    want = tuple(kv.blocks.shape[:3])
+    if len(scales.shape) == 2 and want[1] == 1:
+        scales = scales.reshape(want)
+    check_device_array(name, scales, dtypes=("float32",), shape=want)
+    return scales
+
+
 def output_dtype(layout: Layout) -> str:
     return "float16" if layout is Layout.FP16 else "bfloat16"
 
@@ -170,6 +200,7 @@ class SparseArgs:
     extra_d_indices: Any
     extra_indices_stride: int
     extra_topk_lengths: Any
+    extra_scales: Any = None      # per-token scales of a rope-aware extra stream
 
 
 def _check_indices(name, x, num_tokens, stride_name, stride):
@@ -229,5 +260,11 @@ def check_sparse(*, num_tokens, batch_size, layer_idx, kv, d_indices, indices_st
         if extra_scales_ptr is not None and kv.layout is not Layout.FP8_ROPE_AWARE:
             raise ValueError(f"extra_scales_ptr: only used with layout 'fp8_rope_aware', "
                              f"got one for {kv.layout.value!r}")
+    extra_scales = None
+    if extra_k is not None:
+        if extra_k.scales is not None and extra_scales_ptr is not None:
+            raise ValueError("extra_scales_ptr: extra_k already carries scales; pass one of the two")
+        extra_scales = check_cache_scales("extra_scales_ptr" if extra_k.scales is None else "extra_k.scales",
+                                          extra_k, extra_scales_ptr)
     return SparseArgs(d_indices, stride, topk_lengths, logical_indices, extra_k, extra_d_indices,
-                      extra_stride, extra_topk_lengths)
+                      extra_stride, extra_topk_lengths, extra_scales)

@@ -49,11 +49,6 @@ ROW_BYTES = {
     (Layout.FP8_DS_MLA, 576): 656,
 }
 
-# Layouts whose kernels exist today; the others are keys that render a
-# static_assert naming the issue that adds them.
-IMPLEMENTED_LAYOUTS = (Layout.BF16, Layout.FP16)
-IMPLEMENTED_SPARSITY = (Sparsity.DENSE, Sparsity.SPARSE)
-
 
 def output_dtype_name(layout: Layout) -> str:
     """fp16 caches produce fp16 output, every other layout bf16 (SPEC §3)."""
@@ -95,10 +90,6 @@ class DecodeKey:
     def row_bytes(self) -> int:
         return ROW_BYTES[(self.layout, self.d_qk)]
 
-    @property
-    def implemented(self) -> bool:
-        return self.layout in IMPLEMENTED_LAYOUTS and self.sparsity in IMPLEMENTED_SPARSITY
-
     def __str__(self):
         return self.name
 
@@ -116,10 +107,6 @@ class CombineKey:
     @property
     def name(self) -> str:
         return f"mla_combine_{self.out_dtype}"
-
-    @property
-    def implemented(self) -> bool:
-        return True
 
     def __str__(self):
         return self.name
@@ -166,7 +153,7 @@ def parse(name: str) -> DecodeKey | CombineKey:
     raise ValueError(f"unknown variant name {name!r}; `mla-cupy list` prints every name")
 
 
-def all_variants(implemented_only: bool = False) -> list[DecodeKey | CombineKey]:
+def all_variants() -> list[DecodeKey | CombineKey]:
     """Every valid key in a stable order (decode kernels, then combine kernels)."""
     keys: list[DecodeKey | CombineKey] = []
     for layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
@@ -175,7 +162,6 @@ def all_variants(implemented_only: bool = False) -> list[DecodeKey | CombineKey]
             key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows)
         except ValueError:
             continue
-        if key.implemented or not implemented_only:
-            keys.append(key)
+        keys.append(key)
     keys += [CombineKey("bf16"), CombineKey("fp16")]
     return keys

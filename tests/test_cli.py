@@ -36,21 +36,10 @@ def assert_clean_error(r, cmd, code=2):
     return lines[0]
 
 
-def test_list_prints_every_implemented_variant():
+def test_list_prints_every_variant():
     r = cli("list")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [k.name for k in all_variants(implemented_only=True)]
-    assert "planned" not in r.stdout
-
-
-def test_list_planned_prints_more_and_marks_them():
-    r = cli("list", "--planned")
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    keys = all_variants()
-    assert len(lines) == len(keys) > len(all_variants(implemented_only=True))
-    for line, key in zip(lines, keys):
-        assert line == (key.name if key.implemented else f"{key.name}  (planned)")
+    assert r.stdout.splitlines() == [k.name for k in all_variants()]
 
 
 @pytest.mark.parametrize("name", [DECODE, COMBINE, "mla_decode_fp16_null_dense_fold0_qk512_m16"])
@@ -74,11 +63,11 @@ def test_dump_writes_the_named_sources(tmp_path):
         assert text == render(parse(name)) and f"{name}(" in text
 
 
-def test_dump_all_writes_every_implemented_variant(tmp_path):
+def test_dump_all_writes_every_variant(tmp_path):
     r = cli("dump", "--all", "-o", tmp_path)
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(tmp_path)) == sorted(
-        f"{k.name}.cu" for k in all_variants(implemented_only=True))
+        f"{k.name}.cu" for k in all_variants())
 
 
 @pytest.mark.parametrize("args", [("dump", "-o", "{tmp}"),
@@ -114,13 +103,6 @@ def test_unknown_or_non_canonical_name_is_a_clean_error(tmp_path, cmd, name):
     if name.endswith("_m64"):
         assert f"did you mean '{DECODE}'" in line
     assert r.stdout == ""
-
-
-def test_planned_variant_render_is_a_clean_error():
-    planned = next(k for k in all_variants() if not k.implemented)
-    r = cli("render", planned.name)
-    line = assert_clean_error(r, "render")
-    assert planned.name in line
 
 
 def test_compile_failure_names_variant_and_dumped_source(tmp_path):

@@ -145,6 +145,14 @@ def test_baseline_passes_validation(past_validation):
     dict(sparse_mla=True, d_indices=fake([T, 8], np.int32), extra_k=make_kv(page_size=1,
          blocks=fake([5, 1, 1, 576], BF16)), extra_d_indices=fake([T, 4], np.int32),
          extra_indices_stride=4, extra_topk_lengths=fake([B], np.int32)),
+    # fp8 layouts: e4m3 q with per-token scales; DeepSeek-V3.2 record with bf16 q
+    dict(kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 576], np.uint8)),
+         q=fake([T, H, 576], np.uint8), q_scale_ptr=fake([T], np.float32)),
+    dict(kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 656], np.uint8))),
+    dict(kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
+                               scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
+         q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True,
+         q_scale_ptr=fake([T], np.float32)),
 ], ids=lambda d: ",".join(d))
 def test_valid_variations_pass_validation(past_validation, extra):
     """Guards against the error cases passing for the wrong reason."""
@@ -242,6 +250,20 @@ def _sparse(**kw):
 
 def _kv(**kw):
     return lambda a: a.update(kv_collection=make_kv(**kw))
+
+
+def _rope_aware(scales="default", **kw):
+    """A valid fp8_rope_aware call (640-byte rows and q, per-token scales), then ``kw``."""
+    if isinstance(scales, str):
+        scales = fake([NUM_BLOCKS, 1, PAGE], np.float32)
+
+    def mutate(a):
+        a.update(kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8)),
+                 q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True)
+        if scales is not None:   # PagedKVCollection checks scales at construction
+            a["kv_collection"].scales = scales
+        a.update(kw)
+    return mutate
 
 
 
@@ -357,8 +379,18 @@ CASES = [
     ("rope_aware_flag_on_bf16", _set(per_token_scale_rope_aware=True), ValueError,
      "per_token_scale_rope_aware"),
     ("q_scale_ptr_on_bf16", _set(q_scale_ptr=fake([T], np.float32)), ValueError, "q_scale_ptr"),
-    ("fp8_cache_not_built", _kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 576], np.uint8)),
-     NotImplementedError, "kv_collection"),
+    ("rope_aware_without_scales", _rope_aware(scales=None), ValueError, "kv_collection.scales"),
+    ("rope_aware_scales_float16", _rope_aware(scales=fake([NUM_BLOCKS, 1, PAGE], np.float16)),
+     TypeError, "scales"),
+    ("rope_aware_q_576", _rope_aware(q=fake([T, H, 576], np.uint8)), ValueError, "q"),
+    ("rope_aware_q_scale_shape", _rope_aware(q_scale_ptr=fake([T + 1], np.float32)), ValueError,
+     "q_scale_ptr"),
+    ("q_scale_ptr_on_ds_mla", lambda a: a.update(
+        kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 656], np.uint8)),
+        q_scale_ptr=fake([T], np.float32)), ValueError, "q_scale_ptr"),
+    ("fp8_q_fp16", lambda a: a.update(
+        kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 576], np.uint8)),
+        q=fake([T, H, 576], np.float16)), TypeError, "q"),
     # --- sparse arguments in dense mode (ValueError)
     ("d_indices_dense", _set(d_indices=fake([T, 8], np.int32)), ValueError, "d_indices"),
     ("topk_lengths_dense", _set(topk_lengths=fake([B], np.int32)), ValueError, "topk_lengths"),
