@@ -1,0 +1,118 @@
+"""fp8 caches on the GPU against the NumPy reference (marker ``gpu``).
+
+Layouts: ``fp8`` (576/512 e4m3 bytes; q bf16, or e4m3 with per-token
+q_scale), ``fp8_rope_aware`` (640-byte rows, per-token sigma in scales,
+640-byte q with sigma_Q), ``fp8_ds_mla`` (FlashMLA's DeepSeek-V3.2 656-byte
+record).  The reference dequantises exactly as SPEC §4 says; the kernel
+dequantises to fp16 in shared memory (exact for e4m3 and bf16 rope values;
+the ds_mla group scale rounds once to fp16, 2^-11 relative) and writes bf16,
+so the tolerance is bf16's (tolerance_for).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mla_cupy.testing import (compare, make_case, make_sparse_case, reference, run_gpu,
+                              tolerance_for, v_max)
+
+pytestmark = pytest.mark.gpu
+
+LAYOUTS = ["fp8", "fp8_rope_aware", "fp8_ds_mla"]
+
+
+def _check(case, **kw):
+    out, lse = run_gpu(case, **kw)
+    ref_out, ref_lse = reference(case)
+    cmp = compare(out, lse, ref_out, ref_lse, tol=tolerance_for(case), v_scale=v_max(case))
+    assert cmp.ok, f"{case.describe()}: {cmp.message}"
+    return out, lse
+
+
+@st.composite
+def fp8_dense(draw):
+    layout = draw(st.sampled_from(LAYOUTS))
+    batch = draw(st.integers(1, 4))
+    page = draw(st.sampled_from([1, 16, 64]))
+    mask = draw(st.sampled_from(["null", "causal", "sliding_window_causal"]))
+    return make_case(
+        np.random.default_rng(draw(st.integers(0, 2**32 - 1))),
+        seq_lens=draw(st.lists(st.integers(0, 4), min_size=batch, max_size=batch)),
+        cache_lens=draw(st.lists(st.integers(0, 600), min_size=batch, max_size=batch)),
+        num_heads=draw(st.sampled_from([1, 16, 20, 64, 128])), page_size=page, layout=layout,
+        d_qk=576 if layout != "fp8" else draw(st.sampled_from([576, 512])),
+        q_fp8=layout == "fp8" and draw(st.booleans()), mask=mask,
+        window=draw(st.integers(1, 200)) if mask == "sliding_window_causal" else -1,
+        sink=draw(st.sampled_from([None, "random"])),
+        num_partitions=draw(st.sampled_from([None, 1, 3, 16])),
+        value_scale=draw(st.sampled_from([1.0, 0.37, 3.0])), extreme=draw(st.booleans()))
+
+
+@st.composite
+def fp8_sparse(draw):
+    layout = draw(st.sampled_from(LAYOUTS))
+    batch = draw(st.integers(1, 3))
+    return make_sparse_case(
+        np.random.default_rng(draw(st.integers(0, 2**32 - 1))),
+        seq_lens=draw(st.lists(st.integers(0, 3), min_size=batch, max_size=batch)),
+        cache_lens=draw(st.lists(st.sampled_from([0, 5, 64, 300, 3000]), min_size=batch,
+                                 max_size=batch)),
+        indices_stride=draw(st.sampled_from([1, 64, 65, 300])), layout=layout,
+        num_heads=draw(st.sampled_from([1, 16, 64, 128])), page_size=draw(st.sampled_from([1, 64])),
+        mask=draw(st.sampled_from(["null", "causal"])), sink=draw(st.sampled_from([None, "random"])),
+        fold=draw(st.booleans()), topk=draw(st.sampled_from(["none", "random"])),
+        logical=draw(st.booleans()), extra_stride=draw(st.sampled_from([0, 9, 64])),
+        extra_page_size=draw(st.sampled_from([1, 32])),
+        num_partitions=draw(st.sampled_from([None, 1, 4])),
+        valid_fraction=draw(st.sampled_from([0.5, 0.9, 1.0])))
+
+
+@given(fp8_dense())
+def test_dense_matches_reference(compiled_kernels, case):
+    _check(case)
+
+
+@given(fp8_sparse())
+def test_sparse_matches_reference(compiled_kernels, case):
+    _check(case)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_extremes_and_scales_not_powers_of_two(compiled_kernels, layout):
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[1, 3], cache_lens=[257, 1000], num_heads=16, layout=layout,
+                     value_scale=0.731, extreme=True, sink="random")
+    for p in (1, 5):
+        _check(case, num_partitions=p)
+
+
+def test_torch_float8_tensors_in(compiled_kernels):
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("torch without float8_e4m3fn")
+    import ml_dtypes
+    from mla_cupy import PagedKVCollection, mla_decode
+
+    rng = np.random.default_rng()
+    case = make_case(rng, seq_lens=[1, 2], cache_lens=[100, 300], num_heads=16, layout="fp8",
+                     q_fp8=True)
+
+    def t(a):
+        if a.dtype == np.dtype(ml_dtypes.bfloat16):
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
+        if a.dtype == np.uint32:
+            return torch.from_numpy(a.astype(np.int32)).cuda()
+        return torch.from_numpy(a).cuda()
+
+    blocks = t(case.blocks).view(torch.float8_e4m3fn)
+    q = t(case.q).view(torch.float8_e4m3fn)
+    kv = PagedKVCollection(blocks, t(case.lookup_table), t(case.cache_lengths), case.page_size)
+    out, lse = mla_decode(q, kv, t(case.input_row_offsets), scale=case.scale,
+                          q_scale_ptr=t(case.q_scale), return_lse=True)
+    torch.cuda.synchronize()
+    ref_out, ref_lse = reference(case)
+    cmp = compare(out.float().cpu().numpy(), lse.cpu().numpy(), ref_out, ref_lse,
+                  tol=tolerance_for(case), v_scale=v_max(case))
+    assert cmp.ok, cmp.message
