@@ -43,7 +43,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     row_pad = key.d_qk + 8
     raw = key.layout not in (Layout.BF16, Layout.FP16)   # byte rows staged, then dequantised
     kv16_tiles = 1 if raw else num_stages
-    elems = key.tile_rows * row_pad + kv16_tiles * block_n * row_pad + key.tile_rows * (block_n + 8)
+    p_bufs = 4 if key.layout is Layout.FP8_DS_MLA else 1   # one P per latent scale group
+    elems = (key.tile_rows * row_pad + kv16_tiles * block_n * row_pad
+             + p_bufs * key.tile_rows * (block_n + 8))
     smem = (2 * elems + (num_stages * block_n * key.row_bytes if raw else 0)
             + 4 * warps_n * key.tile_rows
             + 4 * num_stages * block_n * (2 if key.layout is Layout.FP8_ROPE_AWARE else 1))

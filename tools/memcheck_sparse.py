@@ -13,7 +13,8 @@ import numpy as np
 
 import cupy
 
-from mla_cupy.testing import compare, make_case, make_sparse_case, reference, run_gpu
+from mla_cupy.testing import (compare, make_case, make_sparse_case, reference, run_gpu,
+                              tolerance_for, v_max)
 
 cupy.cuda.set_allocator(None)
 rng = np.random.default_rng(2026)
@@ -24,12 +25,18 @@ for fold in (False, True):
                                       indices_stride=130, num_heads=20, fold=fold, topk="random",
                                       logical=fold, extra_stride=extra, extra_page_size=3,
                                       extra_topk="random", valid_fraction=0.5, sink="random"))
+for layout in ("fp8_ds_mla", "fp8_rope_aware"):
+    cases.append(make_sparse_case(rng, seq_lens=[2, 0, 1], cache_lens=[9, 5, 300], layout=layout,
+                                  indices_stride=70, num_heads=16, fold=True, topk="random",
+                                  extra_stride=9, extra_page_size=3, valid_fraction=0.5))
 cases.append(make_case(rng, seq_lens=[1, 4, 0], cache_lens=[0, 129, 70], num_heads=16,
                        page_size=16, mask="sliding_window_causal", window=40))
+cases.append(make_case(rng, seq_lens=[2, 1], cache_lens=[100, 7], num_heads=20, page_size=3,
+                       layout="fp8", q_fp8=True))
 for i, case in enumerate(cases):
     for p in (1, 5):
         out, lse = run_gpu(case, num_partitions=p)
-        cmp = compare(out, lse, *reference(case), dtype=case.q.dtype)
+        cmp = compare(out, lse, *reference(case), tol=tolerance_for(case), v_scale=v_max(case))
         print(f"case {i} P={p}: {'PASS' if cmp.ok else 'FAIL'} {cmp.message}", flush=True)
         assert cmp.ok, case.describe()
 print("memcheck cases done")
