@@ -53,6 +53,10 @@ def cmd_compile(args):
         if args.all and sys.stderr.isatty():
             sys.stderr.write(f"\r[{i + 1}/{len(keys)}] {key.name:60s}")
             sys.stderr.flush()
+        min_sm = getattr(key, "min_sm", 0)
+        if int(args.arch[3:5]) < min_sm:
+            print(f"{key.name:48s} {args.arch:7s} skipped: needs sm_{min_sm}+", flush=True)
+            continue
         res = compile_offline(key, arch=args.arch)
         if args.all and sys.stderr.isatty():
             sys.stderr.write("\r" + " " * 80 + "\r")

@@ -16,9 +16,17 @@ def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
+_DTYPE_NAMES: dict = {}
+
+
 def dtype_name(x) -> str:
-    """Canonical dtype name of a NumPy/CuPy array or torch tensor ('bfloat16', 'uint8', ...)."""
-    return str(x.dtype).removeprefix("torch.")
+    """Canonical dtype name of a NumPy/CuPy array or torch tensor ('bfloat16', 'uint8', ...).
+    Memoised per dtype object: str(numpy dtype) costs ~2 us, and every call checks ~10 arrays."""
+    dt = x.dtype
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt).removeprefix("torch.")
+    return name
 
 
 def is_device_array(x) -> bool:

@@ -116,6 +116,12 @@ def _check_finite(name, what, arr):
         raise ValueError(f"{name}: {what} overflows its format (float32 / bf16); the values are too large")
 
 
+def _on_device(x) -> bool:
+    """CuPy arrays and CUDA tensors take the GPU path (mla_cupy.quantize_gpu)."""
+    from .arrays import is_device_array
+    return is_device_array(x)
+
+
 # ---------------------------------------------------------------- encoders
 
 
@@ -159,6 +165,9 @@ def quantize_fp8(rows) -> np.ndarray:
 
     Every dim, rope included, is clipped to ±448 (saturation) and rounded to e4m3.
     """
+    if _on_device(rows):
+        from . import quantize_gpu
+        return quantize_gpu.quantize_fp8(rows)
     x = _float_rows("rows", rows, (D_QK, D_LATENT))
     return _e4m3_bytes(x)
 
@@ -179,6 +188,9 @@ def quantize_fp8_rope_aware(rows) -> tuple[np.ndarray, np.ndarray]:
     ``σ = float32(max|k_c| / 448)`` per row (1 for an all-zero latent part); bytes
     ``[0, 512)`` = e4m3(k_c / σ), ``[512, 640)`` = little-endian bf16(k_r / σ).
     """
+    if _on_device(rows):
+        from . import quantize_gpu
+        return quantize_gpu.quantize_fp8_rope_aware(rows)
     x = _float_rows("rows", rows, (D_QK,))
     sigma = _amax_scale(np.abs(x[..., :D_LATENT]).max(axis=-1))
     _check_finite("rows", "the scale σ = max|k_c| / 448 in float32", sigma)
@@ -192,6 +204,9 @@ def quantize_q_rope_aware(q) -> tuple[np.ndarray, np.ndarray]:
     (1 for an all-zero token), so ``Q_t = σ_Q[t]·[q_c' ++ q_r']`` (SPEC §4); every head
     is encoded like :func:`quantize_fp8_rope_aware` with that σ.
     """
+    if _on_device(q):
+        from . import quantize_gpu
+        return quantize_gpu.quantize_q_rope_aware(q)
     x = _float_rows("q", q, (D_QK,), ndim=3)
     amax = np.abs(x[..., :D_LATENT]).max(axis=(1, 2), initial=0.0)
     sigma = _amax_scale(amax)
@@ -208,6 +223,11 @@ def quantize_fp8_ds_mla(rows, *, scale_rule: str = "amax") -> np.ndarray:
     ``max|k_c[g]| / 448``, 1 for a zero group; "ue8m0": FlashMLA's power of two);
     see the module docstring.
     """
+    if _on_device(rows):
+        if scale_rule not in SCALE_RULES:
+            raise ValueError(f"scale_rule: expected one of {SCALE_RULES}, got {scale_rule!r}")
+        from . import quantize_gpu
+        return quantize_gpu.quantize_fp8_ds_mla(rows, scale_rule=scale_rule)
     if scale_rule not in SCALE_RULES:
         raise ValueError(f"scale_rule: expected one of {SCALE_RULES}, got {scale_rule!r}")
     x = _float_rows("rows", rows, (D_QK,))
@@ -233,6 +253,9 @@ def dequantize(rows, layout, scales=None) -> tuple[np.ndarray, np.ndarray]:
     row) is required for "fp8_rope_aware" and refused for every other layout.  The
     decode itself is :func:`mla_cupy.reference.dequantize_rows`.
     """
+    if _on_device(rows):
+        from . import quantize_gpu
+        return quantize_gpu.dequantize(rows, layout, scales)
     from .reference import dequantize_rows
 
     layout = getattr(layout, "value", layout)

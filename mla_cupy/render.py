@@ -13,7 +13,7 @@ import pathlib
 
 import jinja2
 
-from .variants import CombineKey, DecodeKey, Layout, Mask
+from .variants import QUANTIZE_INPUTS, CombineKey, DecodeKey, Layout, Mask, QuantizeKey
 
 _MASK_IDS = {Mask.NULL: 0, Mask.CAUSAL: 1, Mask.SLIDING_WINDOW_CAUSAL: 2}
 
@@ -74,9 +74,23 @@ def _load_template(name: str):
     return path.read_text(encoding="utf-8")
 
 
-def render(key: DecodeKey | CombineKey) -> str:
+def quantize_record_bytes(key: QuantizeKey) -> int:
+    """Output bytes per row of a GPU quantiser."""
+    return {"fp8": 576, "fp8_qk512": 512}.get(key.target, 656 if "ds_mla" in key.target else 640)
+
+
+def render(key: DecodeKey | CombineKey | QuantizeKey) -> str:
     """CUDA source of one variant; its single ``extern "C"`` kernel is ``key.name``."""
     env = _environment()
+    if isinstance(key, QuantizeKey):
+        target = key.target
+        return env.get_template("mla_quantize.cu.j2").render(
+            name=key.name, target=target, in_dtype=key.in_dtype,
+            target_id=0 if target.startswith("fp8_qk") or target == "fp8"
+            else 1 if target.startswith("fp8_rope_aware") else 2,
+            per_token=target == "fp8_rope_aware_q", ue8m0=target.endswith("ue8m0"),
+            in_kind=QUANTIZE_INPUTS.index(key.in_dtype), d=512 if target == "fp8_qk512" else 576,
+            rec_bytes=quantize_record_bytes(key))
     if isinstance(key, CombineKey):
         return env.get_template("mla_combine.cu.j2").render(
             name=key.name, is_fp16=key.out_dtype == "fp16")

@@ -7,7 +7,8 @@ combine live here (``check``), so the dispatcher, the CLI and the tests agree.
 Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
-tile, default 64).  Combine names read ``mla_combine_{out dtype}``.
+tile, default 64).  Combine names read ``mla_combine_{out dtype}``; the GPU
+quantisers ``mla_quantize_{target}_{input dtype}``.
 """
 from __future__ import annotations
 
@@ -112,6 +113,38 @@ class CombineKey:
         return self.name
 
 
+QUANTIZE_TARGETS = ("fp8", "fp8_qk512", "fp8_rope_aware", "fp8_rope_aware_q", "fp8_ds_mla",
+                    "fp8_ds_mla_ue8m0")
+QUANTIZE_INPUTS = ("bf16", "fp16", "fp32")
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizeKey:
+    """A GPU quantiser: latent rows (or rope-aware queries, ``*_q``) of one input
+    dtype to one fp8 record format (``_ue8m0``: FlashMLA's power-of-two scales)."""
+
+    target: str = "fp8_ds_mla"
+    in_dtype: str = "bf16"
+
+    def __post_init__(self):
+        if self.target not in QUANTIZE_TARGETS:
+            raise ValueError(f"quantize target: expected one of {QUANTIZE_TARGETS}, got {self.target!r}")
+        if self.in_dtype not in QUANTIZE_INPUTS:
+            raise ValueError(f"quantize input: expected one of {QUANTIZE_INPUTS}, got {self.in_dtype!r}")
+
+    @property
+    def name(self) -> str:
+        return f"mla_quantize_{self.target}_{self.in_dtype}"
+
+    @property
+    def min_sm(self) -> int:
+        """cvt to e4m3 exists from sm_89 (Ada, Hopper) on."""
+        return 89
+
+    def __str__(self):
+        return self.name
+
+
 def check(key: DecodeKey) -> None:
     """Reject combinations that have no meaning; the one place these rules live."""
     if key.fold and key.sparsity is not Sparsity.SPARSE:
@@ -135,9 +168,11 @@ _DECODE_RE = re.compile(
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
 _COMBINE_RE = re.compile(r"mla_combine_(?P<dtype>bf16|fp16)")
+_QUANTIZE_RE = re.compile(r"mla_quantize_(?P<target>{t})_(?P<in_dtype>{i})".format(
+    t="|".join(sorted(QUANTIZE_TARGETS, key=len, reverse=True)), i="|".join(QUANTIZE_INPUTS)))
 
 
-def parse(name: str) -> DecodeKey | CombineKey:
+def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey:
     """Inverse of ``.name``; raises ValueError naming the bad part."""
     m = _DECODE_RE.fullmatch(name)
     if m:
@@ -150,12 +185,15 @@ def parse(name: str) -> DecodeKey | CombineKey:
     m = _COMBINE_RE.fullmatch(name)
     if m:
         return CombineKey(m["dtype"])
+    m = _QUANTIZE_RE.fullmatch(name)
+    if m:
+        return QuantizeKey(m["target"], m["in_dtype"])
     raise ValueError(f"unknown variant name {name!r}; `mla-cupy list` prints every name")
 
 
-def all_variants() -> list[DecodeKey | CombineKey]:
-    """Every valid key in a stable order (decode kernels, then combine kernels)."""
-    keys: list[DecodeKey | CombineKey] = []
+def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
+    """Every valid key in a stable order (decode, combine, then quantise kernels)."""
+    keys: list = []
     for layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
             Layout, Mask, Sparsity, (False, True), (576, 512), (False, True), TILE_ROWS):
         try:
@@ -164,4 +202,5 @@ def all_variants() -> list[DecodeKey | CombineKey]:
             continue
         keys.append(key)
     keys += [CombineKey("bf16"), CombineKey("fp16")]
+    keys += [QuantizeKey(t, i) for t in QUANTIZE_TARGETS for i in QUANTIZE_INPUTS]
     return keys

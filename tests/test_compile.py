@@ -4,7 +4,7 @@ import pytest
 
 from mla_cupy.compiler import compile_offline
 from mla_cupy.render import launch_config, render
-from mla_cupy.variants import DecodeKey, all_variants
+from mla_cupy.variants import DecodeKey, QuantizeKey, all_variants
 
 VARIANTS = all_variants()
 
@@ -12,6 +12,8 @@ VARIANTS = all_variants()
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("key", VARIANTS, ids=lambda k: k.name)
 def test_compiles_without_spills(key, arch):
+    if isinstance(key, QuantizeKey) and int(arch[3:5]) < key.min_sm:
+        pytest.skip(f"{key.name} uses e4m3 conversions (sm_{key.min_sm}+); the GPU path refuses older devices")
     res = compile_offline(key, arch=arch)
     assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0, res.log
     assert res.registers <= 255

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from mla_cupy.schedule import (H200_SMS, KEYS_PER_TILE, MAX_PARTITIONS, choose_num_partitions,
                                ctas_per_sm, tile_rows_for)
 from mla_cupy.variants import (TILE_ROWS,
-                               CombineKey, DecodeKey, Layout, Mask, Sparsity, all_variants,
+                               CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity,
+                               all_variants,
                                parse)
 
 LAYOUTS = [x.value for x in Layout]
@@ -154,7 +155,10 @@ def test_every_variant_round_trips_through_its_name(key):
 def test_variant_lists():
     names = [k.name for k in ALL]
     assert len(names) == len(set(names))
-    assert [k.name for k in ALL[-2:]] == ["mla_combine_bf16", "mla_combine_fp16"]
+    kinds = [type(k).__name__ for k in ALL]
+    assert kinds == sorted(kinds, key=["DecodeKey", "CombineKey", "QuantizeKey"].index)
+    assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
+    assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
     # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x 3 tile shapes
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
