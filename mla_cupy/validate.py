@@ -1,9 +1,8 @@
 """Argument checks: one ``check_*`` per kind of argument (no CuPy import).
 
 Every failure is raised before anything is launched: TypeError for a wrong type
-or dtype, ValueError for a wrong shape, value or combination, and
-NotImplementedError for a feature whose kernels have not landed yet.  Messages
-name the argument, what was expected and what was given.
+or dtype, ValueError for a wrong shape, value or combination.  Messages name the
+argument, what was expected and what was given.
 """
 from __future__ import annotations
 
