@@ -493,3 +493,25 @@ def compare(out, lse, ref_out, ref_lse, *, dtype=None, v_scale=1.0, tol=None) ->
            f"ref {ref_out[worst] if err.size else 0:.5f}, tol {tol[worst] if err.size else 0:.3e}); "
            f"max|lse-ref|={lse_err:.3e}")
     return Comparison(ok, max_err, float(tol[worst]) if err.size else 0.0, worst, lse_err, msg)
+
+
+def check_against_reference(case: Case, **run_kw):
+    """Run a case on the GPU, compare with the reference (NaN/inf positions first,
+    then the tolerance of tolerance_for), assert, and return
+    ``(out, lse, ref_out, ref_lse)``; ``run_kw`` go to :func:`run_gpu`."""
+    out, lse = run_gpu(case, **run_kw)
+    ref_out, ref_lse = reference(case)
+    v_scale = v_max(case) if case.kv_layout in FP8_LAYOUTS else 1.0
+    cmp = compare(out, lse, ref_out, ref_lse, tol=tolerance_for(case), v_scale=v_scale)
+    assert cmp.ok, f"{case.describe()}: {cmp.message}"
+    return out, lse, ref_out, ref_lse
+
+
+def to_torch(a: np.ndarray):
+    """A host array as a CUDA tensor (bf16 bits kept; uint32 index arrays as int32)."""
+    import torch
+    if a.dtype == np.dtype(ml_dtypes.bfloat16):
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
+    if a.dtype == np.uint32:
+        return torch.from_numpy(a.astype(np.int32)).cuda()
+    return torch.from_numpy(a).cuda()

@@ -24,6 +24,6 @@ def test_compiles_without_spills(key, arch):
 @pytest.mark.parametrize("key", VARIANTS, ids=lambda k: k.name)
 def test_rendered_source_is_self_contained(key):
     src = render(key)
-    assert f'extern "C" __global__' in src and key.name in src
+    assert 'extern "C" __global__' in src and key.name in src
     assert "#include" not in src          # nothing outside the text the cache hashes
     assert render(key) == src             # deterministic: no timestamps or paths

@@ -475,8 +475,9 @@ CASES = [
 ]
 
 
-def _case_params():
-    for c in CASES:
+def _params(cases):
+    """Cases as pytest params with their first field as the id."""
+    for c in cases:
         if hasattr(c, "marks"):   # already a pytest.param (a namedtuple)
             yield pytest.param(*c.values, id=c.values[0], marks=c.marks)
         else:
@@ -494,7 +495,7 @@ def _names_argument(msg: str, name: str) -> bool:
     return head == name or name in re.split(r"[/.=]", head)
 
 
-@pytest.mark.parametrize("case_id,mutate,exc,name", list(_case_params()))
+@pytest.mark.parametrize("case_id,mutate,exc,name", list(_params(CASES)))
 def test_bad_argument_raises_before_launch(past_validation, case_id, mutate, exc, name):
     args = baseline()
     with pytest.raises(exc) as info:   # PastValidation or another type propagates
@@ -596,15 +597,7 @@ def _build_kv(kw):
     return PagedKVCollection(blocks, lookup, lengths, page_size, **kw)
 
 
-def _kv_params():
-    for c in KV_CASES:
-        if hasattr(c, "marks"):   # already a pytest.param (a namedtuple)
-            yield pytest.param(*c.values, id=c.values[0], marks=c.marks)
-        else:
-            yield pytest.param(*c, id=c[0])
-
-
-@pytest.mark.parametrize("case_id,kw,exc,name", list(_kv_params()))
+@pytest.mark.parametrize("case_id,kw,exc,name", list(_params(KV_CASES)))
 def test_paged_kv_collection_rejects(case_id, kw, exc, name):
     with pytest.raises(exc) as info:
         _build_kv(kw)

@@ -6,18 +6,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from mla_cupy.testing import compare, make_case, reference, run_gpu
+from mla_cupy.testing import (check_against_reference, compare, make_case, reference, run_gpu,
+                              to_torch)
 from strategies import dense_cases
 
 pytestmark = pytest.mark.gpu
 
 
 def _check(case, **kw):
-    out, lse = run_gpu(case, **kw)
-    ref_out, ref_lse = reference(case)
-    cmp = compare(out, lse, ref_out, ref_lse, dtype=case.q.dtype)
-    assert cmp.ok, f"{case.describe()}: {cmp.message}"
-    return out, lse, ref_out
+    return check_against_reference(case, **kw)[:3]
 
 
 @given(dense_cases())
@@ -156,13 +153,7 @@ def test_torch_tensors_in_and_out(compiled_kernels):
     rng = np.random.default_rng()
     case = make_case(rng, seq_lens=[1, 3], cache_lens=[100, 513], num_heads=32, sink="random")
 
-    def t(a):
-        if a.dtype == np.dtype(ml_dtypes.bfloat16):
-            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
-        if a.dtype == np.uint32:
-            return torch.from_numpy(a.astype(np.int32)).cuda()
-        return torch.from_numpy(a).cuda()
-
+    t = to_torch
     kv = PagedKVCollection(t(case.blocks), t(case.lookup_table), t(case.cache_lengths), case.page_size)
     out, lse = mla_decode(t(case.q), kv, t(case.input_row_offsets), scale=case.scale,
                           attn_sink=t(case.attn_sink), return_lse=True)

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mla_cupy.testing import (compare, make_case, make_sparse_case, reference, run_gpu,
-                              tolerance_for, v_max)
+from mla_cupy.testing import (check_against_reference, compare, make_case, make_sparse_case,
+                              reference, to_torch, tolerance_for, v_max)
 
 pytestmark = pytest.mark.gpu
 
@@ -24,11 +24,7 @@ LAYOUTS = ["fp8", "fp8_rope_aware", "fp8_ds_mla"]
 
 
 def _check(case, **kw):
-    out, lse = run_gpu(case, **kw)
-    ref_out, ref_lse = reference(case)
-    cmp = compare(out, lse, ref_out, ref_lse, tol=tolerance_for(case), v_scale=v_max(case))
-    assert cmp.ok, f"{case.describe()}: {cmp.message}"
-    return out, lse
+    return check_against_reference(case, **kw)[:2]
 
 
 @st.composite
@@ -92,20 +88,13 @@ def test_torch_float8_tensors_in(compiled_kernels):
     torch = pytest.importorskip("torch")
     if not hasattr(torch, "float8_e4m3fn"):
         pytest.skip("torch without float8_e4m3fn")
-    import ml_dtypes
     from mla_cupy import PagedKVCollection, mla_decode
 
     rng = np.random.default_rng()
     case = make_case(rng, seq_lens=[1, 2], cache_lens=[100, 300], num_heads=16, layout="fp8",
                      q_fp8=True)
 
-    def t(a):
-        if a.dtype == np.dtype(ml_dtypes.bfloat16):
-            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
-        if a.dtype == np.uint32:
-            return torch.from_numpy(a.astype(np.int32)).cuda()
-        return torch.from_numpy(a).cuda()
-
+    t = to_torch
     blocks = t(case.blocks).view(torch.float8_e4m3fn)
     q = t(case.q).view(torch.float8_e4m3fn)
     kv = PagedKVCollection(blocks, t(case.lookup_table), t(case.cache_lengths), case.page_size)

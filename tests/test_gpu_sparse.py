@@ -7,18 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from mla_cupy.testing import compare, make_sparse_case, reference, run_gpu
+from mla_cupy.testing import check_against_reference, make_sparse_case, run_gpu
 from strategies import sparse_cases
 
 pytestmark = pytest.mark.gpu
 
 
-def _check(case, **kw):
-    out, lse = run_gpu(case, **kw)
-    ref_out, ref_lse = reference(case)
-    cmp = compare(out, lse, ref_out, ref_lse, dtype=case.q.dtype)
-    assert cmp.ok, f"{case.describe()}: {cmp.message}"
-    return out, lse, ref_out, ref_lse
+_check = check_against_reference
 
 
 @given(sparse_cases())

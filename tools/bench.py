@@ -274,7 +274,7 @@ def main(argv=None):
         print(f"{name:44s} P={sa.num_partitions:2d} {med:9.1f} us  {tbs:5.2f} TB/s  {tfl:6.1f} TFLOP/s  "
               f"roofline {100 * row['roofline']:5.1f}%  torch {row['torch_us']:9.1f} us  err {err:.2e}",
               flush=True)
-        del kv, q, offs, out, lse
+        kv = q = offs = out = lse = None   # free before the next config allocates
         cupy.get_default_memory_pool().free_all_blocks()
     if args.json:
         with open(args.json, "w") as f:

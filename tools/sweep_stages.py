@@ -86,7 +86,7 @@ def main():
                 call()
                 us, _ = bench._events_median(call, 20, flush)
                 print(f"{name:46s} {stages:6d} {p:3d} {us:9.1f}  {verdict}", flush=True)
-        del kv, q, offs, out
+        kv = q = offs = out = None
         cupy.get_default_memory_pool().free_all_blocks()
 
 
