@@ -13,6 +13,8 @@ _INFER = {
     ("uint8", 576): Layout.FP8, ("uint8", 512): Layout.FP8,
     ("float8_e4m3fn", 576): Layout.FP8, ("float8_e4m3fn", 512): Layout.FP8,
     ("uint8", 640): Layout.FP8_ROPE_AWARE, ("uint8", 656): Layout.FP8_DS_MLA,
+    # torch caches typed float8_e4m3fn (FlashMLA's V3.2 cache is) hold the same bytes
+    ("float8_e4m3fn", 640): Layout.FP8_ROPE_AWARE, ("float8_e4m3fn", 656): Layout.FP8_DS_MLA,
 }
 _LAYOUT_DTYPE = {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",)}
 

@@ -612,6 +612,10 @@ def test_paged_kv_collection_rejects(case_id, kw, exc, name):
     (fake([NUM_BLOCKS, 2, PAGE, 576], np.uint8), Layout.FP8, 2, 576),
     (fake([NUM_BLOCKS, 2, PAGE, 640], np.uint8), Layout.FP8_ROPE_AWARE, 2, 576),
     (fake([NUM_BLOCKS, 2, PAGE, 656], np.uint8), Layout.FP8_DS_MLA, 2, 576),
+    # e4m3-typed bytes (torch float8_e4m3fn; FlashMLA's V3.2 cache viewed as one layer)
+    (fake([NUM_BLOCKS, PAGE, 656], ml_dtypes.float8_e4m3fn), Layout.FP8_DS_MLA, 1, 576),
+    (fake([NUM_BLOCKS, PAGE, 640], ml_dtypes.float8_e4m3fn), Layout.FP8_ROPE_AWARE, 1, 576),
+    (fake([NUM_BLOCKS, PAGE, 576], ml_dtypes.float8_e4m3fn), Layout.FP8, 1, 576),
 ])
 def test_paged_kv_collection_accepts(blocks, layout, num_layers, d_qk):
     kv = _build_kv(dict(blocks=blocks))
