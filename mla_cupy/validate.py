@@ -262,7 +262,8 @@ def check_sparse(*, num_tokens, batch_size, layer_idx, kv, d_indices, indices_st
     extra_scales = None
     if extra_k is not None:
         if extra_k.scales is not None and extra_scales_ptr is not None:
-            raise ValueError("extra_scales_ptr: extra_k already carries scales; pass one of the two")
+            raise ValueError("extra_scales_ptr: expected None when extra_k carries scales, "
+                             "got an array as well (pass one of the two)")
         extra_scales = check_cache_scales("extra_scales_ptr" if extra_k.scales is None else "extra_k.scales",
                                           extra_k, extra_scales_ptr)
     return SparseArgs(d_indices, stride, topk_lengths, logical_indices, extra_k, extra_d_indices,

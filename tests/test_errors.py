@@ -153,6 +153,13 @@ def test_baseline_passes_validation(past_validation):
                                scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
          q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True,
          q_scale_ptr=fake([T], np.float32)),
+    # rope-aware extra stream whose per-token scales come from extra_scales_ptr
+    dict(kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
+                               scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
+         q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True, sparse_mla=True,
+         d_indices=fake([T, 8], np.int32),
+         extra_k=make_kv(page_size=2, blocks=fake([5, 1, 2, 640], np.uint8)),
+         extra_d_indices=fake([T, 4], np.int32), extra_scales_ptr=fake([5, 1, 2], np.float32)),
 ], ids=lambda d: ",".join(d))
 def test_valid_variations_pass_validation(past_validation, extra):
     """Guards against the error cases passing for the wrong reason."""
@@ -460,6 +467,21 @@ CASES = [
     ("sparse_extra_topk_short", _sparse(extra_k=make_kv(), extra_d_indices=EXTRA_IDX,
                                         extra_topk_lengths=fake([1], np.int32)),
      ValueError, "extra_topk_lengths"),
+    ("rope_aware_extra_without_scales", lambda a: a.update(
+        kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
+                              scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
+        q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True, sparse_mla=True,
+        d_indices=fake([T, 8], np.int32), extra_k=make_kv(page_size=2, blocks=fake([5, 1, 2, 640], np.uint8)),
+        extra_d_indices=fake([T, 4], np.int32)), ValueError, "extra_scales_ptr"),
+    ("rope_aware_extra_scales_twice", lambda a: a.update(
+        kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
+                              scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
+        q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True, sparse_mla=True,
+        d_indices=fake([T, 8], np.int32),
+        extra_k=make_kv(page_size=2, blocks=fake([5, 1, 2, 640], np.uint8),
+                        scales=fake([5, 1, 2], np.float32)),
+        extra_d_indices=fake([T, 4], np.int32), extra_scales_ptr=fake([5, 1, 2], np.float32)),
+     ValueError, "extra_scales_ptr"),
     ("sparse_extra_scales_on_bf16", _sparse(extra_k=make_kv(), extra_d_indices=EXTRA_IDX,
                                             extra_scales_ptr=fake([8], np.float32)),
      ValueError, "extra_scales_ptr"),

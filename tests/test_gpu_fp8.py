@@ -105,3 +105,26 @@ def test_torch_float8_tensors_in(compiled_kernels):
     cmp = compare(out.float().cpu().numpy(), lse.cpu().numpy(), ref_out, ref_lse,
                   tol=tolerance_for(case), v_scale=v_max(case))
     assert cmp.ok, cmp.message
+
+
+def test_extra_scales_ptr_equals_extra_k_scales(compiled_kernels):
+    """The rope-aware extra stream's sigma given as extra_scales_ptr (extra_k without
+    scales) gives bit-identical results to extra_k.scales, and matches the reference."""
+    import cupy
+    from mla_cupy import PagedKVCollection, mla_decode
+
+    rng = np.random.default_rng()
+    case = make_sparse_case(rng, seq_lens=[2, 1], cache_lens=[300, 50], indices_stride=128,
+                            num_heads=16, layout="fp8_rope_aware", extra_stride=20,
+                            extra_page_size=8, sink="random")
+    out, lse, _, _ = check_against_reference(case)
+    kw = case.sparse_kwargs(cupy)
+    ek = kw["extra_k"]
+    kw["extra_k"] = PagedKVCollection(ek.blocks, ek.lookup_table, ek.cache_lengths, ek.page_size,
+                                      max_cache_length=0)
+    kw["extra_scales_ptr"] = cupy.asarray(case.extra_scales)
+    out2, lse2 = mla_decode(cupy.asarray(case.q), case.collection(cupy),
+                            cupy.asarray(case.input_row_offsets), scale=case.scale,
+                            attn_sink=cupy.asarray(case.attn_sink), return_lse=True,
+                            q_max_seq_len=case.q_max_seq_len, **case.fp8_kwargs(cupy), **kw)
+    assert np.array_equal(out2.get().astype(np.float32), out) and np.array_equal(lse2.get(), lse)
