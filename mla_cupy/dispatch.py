@@ -6,6 +6,7 @@ packs the scalar arguments.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
@@ -20,7 +21,8 @@ from .compiler import get_kernel
 from .render import launch_config
 from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
 from .schedule import tile_rows_for
-from .variants import D_V, TILE_ROWS, CombineKey, DecodeKey, Layout, Mask, Sparsity, output_dtype_name
+from .variants import (D_V, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity,
+                       hopper_supports, output_dtype_name)
 
 LOG2E = 1.4426950408889634
 
@@ -32,7 +34,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
         extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
         extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
-        stream=None) -> None:
+        stream=None, backend=None) -> None:
     """MLA decode over a ragged batch against a paged latent cache (SPEC.md).
 
     Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
@@ -40,6 +42,12 @@ def generic_flare_mla_decode_kv_cache_ragged(
     int64[3] device array ``[batch_size, q_max_seq_len, num_partitions]``, which
     is read back once (the slow path).  Arrays are CuPy arrays or CUDA tensors;
     every check runs before anything is launched.
+
+    ``backend`` picks the kernel family: ``"auto"`` (default; the
+    ``MLA_CUPY_BACKEND`` environment variable overrides it) takes the Hopper
+    wgmma kernels on sm_90 devices for the variants they cover and the
+    portable mma.sync kernels elsewhere; ``"portable"`` forces the latter;
+    ``"hopper"`` demands the former and raises where it does not apply.
     """
     # ---- validate (nothing launched, output untouched, on any error) ----
     if not isinstance(kv_collection, PagedKVCollection):
@@ -83,6 +91,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
             extra_scales_ptr=extra_scales_ptr)
     if num_partitions_in is not None:
         check_num_partitions(num_partitions_in)
+    resolve_backend(backend)
     host_batch, q_max_seq_len, num_partitions = _scalar_args_values(scalar_args_buf)
     if host_batch > batch_size:
         raise ValueError(f"scalar_args_buf: batch_size {host_batch} exceeds the "
@@ -110,9 +119,10 @@ def generic_flare_mla_decode_kv_cache_ragged(
     # (each token has its own index row): one token's heads.
     per_token = sparse_mla and not fold_shared_index
     rows_per_cta = num_heads if per_token else q_max_seq_len * num_heads
-    key = _fitting_key(device_id, tile_rows_for(rows_per_cta), layout=layout, mask=mask,
-                       sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
-                       fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
+    axes = dict(layout=layout, mask=mask, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
+                fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
+    key = _hopper_key(device_id, backend, axes) or \
+        _fitting_key(device_id, tile_rows_for(rows_per_cta), **axes)
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
         decode = get_kernel(key, device_id)
@@ -294,6 +304,40 @@ def _external_stream(handle: int):
         # handle (torch's .cuda_stream, MAX's stream) still needs ExternalStream.
         warnings.simplefilter("ignore", DeprecationWarning)
         return cupy.cuda.ExternalStream(handle)
+
+
+BACKENDS = ("auto", "portable", "hopper")
+
+
+def resolve_backend(backend) -> str:
+    """The requested kernel family: the argument, else MLA_CUPY_BACKEND, else auto."""
+    import os
+    if backend is None:
+        backend = os.environ.get("MLA_CUPY_BACKEND") or "auto"
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {BACKENDS} (argument or MLA_CUPY_BACKEND), "
+                         f"got {backend!r}")
+    return backend
+
+
+def _hopper_key(device_id, backend, axes) -> DecodeKey | None:
+    """The wgmma variant when it applies and was not declined, else None."""
+    backend = resolve_backend(backend)
+    if backend == "portable":
+        return None
+    key = DecodeKey(tile_rows=64, **axes)
+    fits = hopper_supports(key)
+    on_hopper = _compute_capability(device_id) == "90"
+    if backend == "hopper" and not (fits and on_hopper):
+        raise ValueError(f"backend='hopper': needs an sm_90 device and a dense bf16/fp16 variant, got "
+                         f"device {device_id} (sm_{_compute_capability(device_id)}) and {key.name}")
+    return dataclasses.replace(key, backend=Backend.HOPPER) if fits and on_hopper else None
+
+
+@functools.lru_cache(maxsize=None)
+def _compute_capability(device_id: int) -> str:
+    import cupy
+    return cupy.cuda.Device(device_id).compute_capability
 
 
 def _fitting_key(device_id, tile_rows, **axes) -> DecodeKey:

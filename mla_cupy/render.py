@@ -13,7 +13,7 @@ import pathlib
 
 import jinja2
 
-from .variants import QUANTIZE_INPUTS, CombineKey, DecodeKey, Layout, Mask, QuantizeKey
+from .variants import QUANTIZE_INPUTS, Backend, CombineKey, DecodeKey, Layout, Mask, QuantizeKey
 
 _MASK_IDS = {Mask.NULL: 0, Mask.CAUSAL: 1, Mask.SLIDING_WINDOW_CAUSAL: 2}
 
@@ -36,6 +36,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     halves, 128 fp32 accumulators each), 3 stages.  16/32 rows: 4 column
     quarters per row block so a short tile still has 4-8 warps to hide the
     loads; 16 rows keeps 2 stages so two CTAs share an SM."""
+    if key.backend is Backend.HOPPER:
+        # Q + two K/V tiles of 64 rows in the swizzled layout, P words and row
+        # factors of 128 threads, 1 KiB to align the base (mla_decode_wgmma.cu.j2).
+        tile = key.d_qk * 2 * 64
+        return LaunchConfig(64, 64, 2, 2, 256, 3 * tile + 128 * 16 * 4 + 128 * 2 * 4 + 1024)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
     num_stages = 2 if key.tile_rows == 16 else 3
@@ -95,6 +100,12 @@ def render(key: DecodeKey | CombineKey | QuantizeKey) -> str:
         return env.get_template("mla_combine.cu.j2").render(
             name=key.name, is_fp16=key.out_dtype == "fp16")
     cfg = launch_config(key)
+    if key.backend is Backend.HOPPER:
+        return env.get_template("hopper/mla_decode_wgmma.cu.j2").render(
+            name=key.name, is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
+            mma_type="f16" if key.layout is Layout.FP16 else "bf16",
+            mask_name=key.mask.value, mask_id=_MASK_IDS[key.mask], smem_bytes=cfg.smem_bytes,
+            v_lbo=8192, v_sbo=1024)
     return env.get_template("mla_decode.cu.j2").render(
         name=key.name, layout=key.layout.value, layout_id=list(Layout).index(key.layout),
         row_bytes=key.row_bytes, q_kind=_q_kind(key), q_row_bytes=_q_row_bytes(key),

@@ -7,7 +7,7 @@ combine live here (``check``), so the dispatcher, the CLI and the tests agree.
 Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
-tile, default 64).  Combine names read ``mla_combine_{out dtype}``; the GPU
+tile, default 64), ``_hopper`` (the wgmma family for sm_90a).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``.
 """
 from __future__ import annotations
@@ -35,6 +35,13 @@ class Mask(str, enum.Enum):
 class Sparsity(str, enum.Enum):
     DENSE = "dense"
     SPARSE = "sparse"
+
+
+class Backend(str, enum.Enum):
+    """Kernel family: ``portable`` (mma.sync, sm_80+) or ``hopper`` (wgmma,
+    sm_90a; dense 16-bit caches, 64-row tiles)."""
+    PORTABLE = "portable"
+    HOPPER = "hopper"
 
 
 D_V = 512          # output width: V is the first 512 dims of every cached row
@@ -67,8 +74,10 @@ class DecodeKey:
     d_qk: int = 576
     q_fp8: bool = False
     tile_rows: int = 64
+    backend: Backend = Backend.PORTABLE
 
     def __post_init__(self):
+        object.__setattr__(self, "backend", Backend(self.backend))
         object.__setattr__(self, "layout", Layout(self.layout))
         object.__setattr__(self, "mask", Mask(self.mask))
         object.__setattr__(self, "sparsity", Sparsity(self.sparsity))
@@ -85,7 +94,14 @@ class DecodeKey:
             n += "_qfp8"
         if self.tile_rows != TILE_ROWS[0]:
             n += f"_m{self.tile_rows}"
+        if self.backend is Backend.HOPPER:
+            n += "_hopper"
         return n
+
+    @property
+    def min_sm(self) -> int:
+        """wgmma exists on sm_90a alone; the portable kernels run from sm_80."""
+        return 90 if self.backend is Backend.HOPPER else 80
 
     @property
     def row_bytes(self) -> int:
@@ -159,11 +175,20 @@ def check(key: DecodeKey) -> None:
                          "(fp8_rope_aware queries are always its 640-byte rows)")
     if key.tile_rows not in TILE_ROWS:
         raise ValueError(f"tile_rows: expected one of {TILE_ROWS}, got {key.tile_rows}")
+    if key.backend is Backend.HOPPER and not hopper_supports(key):
+        raise ValueError(f"the hopper backend covers dense bf16/fp16 caches with 64-row tiles, "
+                         f"got {key.layout.value} {key.sparsity.value} tile_rows={key.tile_rows}")
+
+
+def hopper_supports(key: DecodeKey) -> bool:
+    """Which variants the wgmma family implements (the rest stay portable)."""
+    return (key.layout in (Layout.BF16, Layout.FP16) and key.sparsity is Sparsity.DENSE
+            and key.tile_rows == 64 and not key.q_fp8)
 
 
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -178,7 +203,8 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey:
     if m:
         key = DecodeKey(layout=m["layout"], mask=m["mask"], sparsity=m["sparsity"],
                         fold=m["fold"] == "1", d_qk=int(m["d_qk"] or 576),
-                        q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]))
+                        q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
+                        backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE)
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key
@@ -194,10 +220,10 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey:
 def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
     """Every valid key in a stable order (decode, combine, then quantise kernels)."""
     keys: list = []
-    for layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
-            Layout, Mask, Sparsity, (False, True), (576, 512), (False, True), TILE_ROWS):
+    for backend, layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
+            Backend, Layout, Mask, Sparsity, (False, True), (576, 512), (False, True), TILE_ROWS):
         try:
-            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows)
+            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend)
         except ValueError:
             continue
         keys.append(key)

@@ -36,7 +36,11 @@ def compiled_kernels():
     from mla_cupy.compiler import get_kernel
     from mla_cupy.variants import all_variants
 
+    import cupy
+    cc = int(cupy.cuda.Device().compute_capability)
     for key in all_variants():
+        if cc < getattr(key, "min_sm", 0) or (cc != 90 and getattr(key, "min_sm", 0) == 90):
+            continue   # e4m3 conversions need sm_89+, wgmma sm_90a
         try:
             get_kernel(key)
         except Exception as e:  # noqa: BLE001 - report and stop

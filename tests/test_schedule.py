@@ -160,10 +160,12 @@ def test_variant_lists():
     assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
-    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x 3 tile shapes
+    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the hopper one)
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * 3
+    assert len(dense16) == 2 * 3 * 2 * (3 + 1)
+    assert {k.name for k in decode if k.backend.value == "hopper"} == {
+        k.name + "_hopper" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
     assert DecodeKey(Layout.FP8, Mask.CAUSAL, Sparsity.DENSE, False, 512, True, 32) in ALL
@@ -184,6 +186,10 @@ def test_variant_lists():
     dict(layout="int4"),
     dict(mask="window"),
     dict(sparsity="topk"),
+    dict(backend="hopper", layout="fp8_ds_mla"),                          # hopper: dense 16-bit only
+    dict(backend="hopper", sparsity="sparse"),
+    dict(backend="hopper", tile_rows=16),
+    dict(backend="cuda"),
 ], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
 def test_invalid_key_combinations_raise(kw):
     with pytest.raises(ValueError):
