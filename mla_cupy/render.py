@@ -37,10 +37,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     quarters per row block so a short tile still has 4-8 warps to hide the
     loads; 16 rows keeps 2 stages so two CTAs share an SM."""
     if key.backend is Backend.HOPPER:
-        # Q + two K/V tiles of 64 rows in the swizzled layout, P words and row
-        # factors of 128 threads, 1 KiB to align the base (mla_decode_wgmma.cu.j2).
-        tile = key.d_qk * 2 * 64
-        return LaunchConfig(64, 64, 2, 2, 256, 3 * tile + 128 * 16 * 4 + 128 * 2 * 4 + 1024)
+        # Q (64 rows) + NUM_STAGES K/V tiles in the swizzled layout, P words and
+        # row factors of 128 threads, 1 KiB to align the base (mla_decode_wgmma.cu.j2).
+        block_n, stages = hopper_tile(key)
+        smem = (key.d_qk * 2 * (64 + stages * block_n) + 128 * block_n + 128 * 2 * 4 + 1024)
+        return LaunchConfig(64, block_n, stages, 2, 256, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
     num_stages = 2 if key.tile_rows == 16 else 3
@@ -55,6 +56,21 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             + 4 * warps_n * key.tile_rows
             + 4 * num_stages * block_n * (2 if key.layout is Layout.FP8_ROPE_AWARE else 1))
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
+
+
+HOPPER_TILES = {"32x4": (32, 4), "64x2": (64, 2)}
+
+
+def hopper_tile(key: DecodeKey) -> tuple[int, int]:
+    """(keys per tile, tile buffers) of the wgmma kernel.  32 keys x 4 buffers
+    keeps three tiles (108 KB) in flight per SM; 64 x 2 only one.
+    MLA_CUPY_HOPPER_TILE=64x2 selects the other shape for experiments (read at
+    render time: one process, one shape)."""
+    import os
+    choice = os.environ.get("MLA_CUPY_HOPPER_TILE") or "32x4"
+    if choice not in HOPPER_TILES:
+        raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
+    return HOPPER_TILES[choice]
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,7 +121,7 @@ def render(key: DecodeKey | CombineKey | QuantizeKey) -> str:
             name=key.name, is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
             mma_type="f16" if key.layout is Layout.FP16 else "bf16",
             mask_name=key.mask.value, mask_id=_MASK_IDS[key.mask], smem_bytes=cfg.smem_bytes,
-            v_lbo=8192, v_sbo=1024)
+            block_n=cfg.block_n, num_stages=cfg.num_stages)
     return env.get_template("mla_decode.cu.j2").render(
         name=key.name, layout=key.layout.value, layout_id=list(Layout).index(key.layout),
         row_bytes=key.row_bytes, q_kind=_q_kind(key), q_row_bytes=_q_row_bytes(key),
