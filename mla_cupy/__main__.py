@@ -3,10 +3,15 @@
     list                      every variant name
     render NAME               CUDA source of a variant to stdout
     dump [--all | NAME...] -o DIR
-    compile [--all | NAME...] [--arch sm_90a]   NVRTC without a GPU; ptxas resources
+    compile [--all | NAME...] [--arch sm_90a]
+                              NVRTC without a GPU: ptxas resources per variant,
+                              marked where the arch's shared memory per block is
+                              too small; a failure prints NVRTC's whole log and
+                              where the source it compiled was dumped
     check                     one random case on the GPU against the reference
     demo                      the main job: on a GPU, a kernel checked against the
-                              reference and timed; without one, compile + reference
+                              reference, its GPU time and an eager call's time;
+                              without one, compile + reference
     info                      GPU, CuPy, NVRTC, cache directory
 """
 from __future__ import annotations

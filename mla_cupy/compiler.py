@@ -235,7 +235,7 @@ def resident_ctas(layout: str = "bf16", d_qk: int = 576,
         layout = Layout(layout)
     except ValueError:
         raise ValueError(f"layout: expected one of {[x.value for x in Layout]}, got {layout!r}") from None
-    return _resident_ctas(layout, d_qk, smem_per_sm)
+    return dict(_resident_ctas(layout, d_qk, smem_per_sm))   # a copy: the memo stays intact
 
 
 @functools.lru_cache(maxsize=None)
