@@ -9,23 +9,29 @@ ptxas's resource report on a machine without a GPU.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import tempfile
 import threading
 
 from .render import launch_config, render
-from .variants import CombineKey, DecodeKey, parse
+from .schedule import H200_SMEM_PER_SM, ctas_per_sm
+from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, parse
 
 BASE_OPTIONS = ("-std=c++17",)
 
 
 class KernelCompileError(RuntimeError):
-    """A variant failed to compile; carries its name, the log and the dump path."""
+    """A variant failed to compile; carries its name, the whole NVRTC log and
+    the dumped source: ``source_path`` (the latest failure of the variant)
+    and ``kept_path`` (a numbered copy no later failure overwrites)."""
 
-    def __init__(self, name: str, log: str, source_path: str):
-        self.name, self.log, self.source_path = name, log, source_path
-        super().__init__(f"{name} failed to compile (rendered source: {source_path})\n{log}")
+    def __init__(self, name: str, log: str, source_path: str, kept_path: str | None = None):
+        self.name, self.log, self.source_path, self.kept_path = name, log, source_path, kept_path
+        kept = f", kept as {kept_path}" if kept_path else ""
+        super().__init__(f"{name} failed to compile (rendered source: {source_path}{kept})\n"
+                         f"{log.rstrip()}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +48,14 @@ class Resources:
     spill_loads: int
     log: str
 
+    @property
+    def smem(self) -> int:
+        """Shared memory one block needs: what the per-block limit applies to."""
+        return self.static_smem + self.dynamic_smem
+
     def line(self) -> str:
         return (f"{self.name:48s} {self.arch:7s} regs={self.registers:3d} "
-                f"smem={self.static_smem + self.dynamic_smem:6d}B stack={self.stack_frame}B "
+                f"smem={self.smem:6d}B stack={self.stack_frame}B "
                 f"spill_st={self.spill_stores}B spill_ld={self.spill_loads}B")
 
 
@@ -53,16 +64,27 @@ def dump_dir() -> str:
     return os.environ.get("MLA_CUPY_DUMP_DIR") or os.path.join(tempfile.gettempdir(), "mla_cupy")
 
 
-def _dump_source(name: str, source: str) -> str:
-    os.makedirs(dump_dir(), exist_ok=True)
-    path = os.path.join(dump_dir(), f"{name}.cu")
+def _dump_source(name: str, source: str) -> tuple[str, str]:
+    """Write the source NVRTC saw, unchanged, so the log's line numbers point
+    into it and ``nvcc -c`` compiles it: to ``NAME.cu`` (the latest failure, a
+    stable path to reopen) and to the first free ``NAME.<n>.cu`` (kept, so
+    successive failures of an edit loop can be compared)."""
+    folder = dump_dir()
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}.cu")
     with open(path, "w", encoding="utf-8") as f:
         f.write(source)
-    return path
-
-
-def _numbered(source: str) -> str:
-    return "\n".join(f"{i + 1:5d}  {line}" for i, line in enumerate(source.splitlines()))
+    n = 1
+    while True:
+        kept = os.path.join(folder, f"{name}.{n}.cu")
+        try:
+            fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            n += 1
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path, kept
 
 
 def _as_key(key: DecodeKey | CombineKey | str) -> DecodeKey | CombineKey:
@@ -84,11 +106,68 @@ def _nvrtc_include_dir() -> str | None:
     return inc if os.path.isdir(inc) else None
 
 
+MIN_SM = 80   # mma.sync on bf16 and cp.async
+# Shared memory one block may opt in to, by compute capability (CUDA
+# programming guide, "Technical Specifications per Compute Capability").
+SMEM_PER_BLOCK_OPTIN = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448,
+                        100: 232448, 101: 232448, 103: 232448, 110: 232448,
+                        120: 101376, 121: 101376}
+_ARCH_FORMS = "sm_90a, sm_90, compute_90, 90 or 9.0"
+_RE_ARCH = re.compile(r"(?:(sm|compute)_)?(\d{2,3})(a?)|(\d{1,2})\.(\d)")
+
+
+def parse_arch(text, name: str = "arch") -> str:
+    """An NVRTC cubin target (``sm_XY`` or ``sm_XYa``) from the ways people
+    write one: ``sm_90a``, ``sm_90``, ``compute_90`` (compiled to a cubin all
+    the same, so ptxas reports resources), and a compute capability ``90`` or
+    ``9.0``, which gets the target a device of that capability compiles for
+    (:func:`arch_for_capability`)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
+    m = _RE_ARCH.fullmatch(text.strip().lower()) if isinstance(text, str) else None
+    supported = _supported_sms()
+    listed = ", ".join(f"sm_{n}" for n in supported if n >= MIN_SM)
+    if m is None:
+        raise ValueError(f"{name}: expected a GPU target such as {_ARCH_FORMS}, got {text!r}")
+    if m[4] is not None:
+        cc, suffix, bare = int(m[4]) * 10 + int(m[5]), "", True
+    else:
+        cc, suffix, bare = int(m[2]), m[3], m[1] is None
+    if cc < MIN_SM or cc not in supported:
+        raise ValueError(f"{name}: expected a target from sm_{MIN_SM} on that this NVRTC "
+                         f"supports ({listed}), got {text!r}")
+    if suffix and cc < 90:
+        raise ValueError(f"{name}: expected the 'a' suffix only from sm_90 on "
+                         f"(architecture-specific targets), got {text!r}")
+    return arch_for_capability(cc) if bare and not suffix else f"sm_{cc}{suffix}"
+
+
+def arch_number(arch: str) -> int:
+    """90 for sm_90a (an output of :func:`parse_arch`)."""
+    return int(arch[3:].rstrip("a"))
+
+
+def smem_limit(arch: str) -> int | None:
+    """Shared memory per block a target's devices allow (None: not in the table)."""
+    return SMEM_PER_BLOCK_OPTIN.get(arch_number(arch))
+
+
+@functools.lru_cache(maxsize=1)
+def _supported_sms() -> tuple[int, ...]:
+    from cupy.cuda import nvrtc
+    try:
+        return tuple(int(n) for n in nvrtc.getSupportedArchs())
+    except (AttributeError, nvrtc.NVRTCError):   # NVRTC before 11.2 cannot list them
+        return tuple(sorted(SMEM_PER_BLOCK_OPTIN))
+
+
 def compile_offline(key: DecodeKey | CombineKey | str, arch: str = "sm_90a") -> Resources:
-    """Compile to a cubin with NVRTC, without a GPU; return ptxas's resources."""
+    """Compile to a cubin with NVRTC, without a GPU; return ptxas's resources.
+    ``arch`` takes any form :func:`parse_arch` reads."""
     from cupy.cuda import nvrtc
 
     key = _as_key(key)
+    arch = parse_arch(arch)
     source = render(key)
     options = [*BASE_OPTIONS, f"-arch={arch}", "-Xptxas=-v", "-ftz=true"]
     inc = _nvrtc_include_dir()
@@ -100,7 +179,7 @@ def compile_offline(key: DecodeKey | CombineKey | str, arch: str = "sm_90a") -> 
             nvrtc.compileProgram(prog, options)
         except nvrtc.NVRTCError:
             log = nvrtc.getProgramLog(prog)
-            raise KernelCompileError(key.name, log, _dump_source(key.name, _numbered(source))) from None
+            raise KernelCompileError(key.name, log, *_dump_source(key.name, source)) from None
         log = nvrtc.getProgramLog(prog)
     finally:
         nvrtc.destroyProgram(prog)
@@ -127,13 +206,50 @@ _memo: dict = {}
 _memo_lock = threading.Lock()
 
 
+def arch_for_capability(cc: int) -> str:
+    """The target a device of compute capability ``cc`` (e.g. 90) compiles
+    for: 9.0 gets sm_90a so Hopper-only instructions (wgmma, setmaxnreg) are
+    available to the kernels."""
+    return f"sm_{cc}a" if cc == 90 else f"sm_{cc}"
+
+
 def device_arch(device_id: int) -> str:
-    """Exact architecture of a device; 9.0 gets sm_90a so Hopper-only
-    instructions (wgmma, setmaxnreg) are available to the kernels."""
+    """Exact architecture of a device (:func:`arch_for_capability`)."""
     import cupy
 
-    cc = cupy.cuda.Device(device_id).compute_capability
-    return f"sm_{cc}a" if cc == "90" else f"sm_{cc}"
+    return arch_for_capability(int(cupy.cuda.Device(device_id).compute_capability))
+
+
+def resident_ctas(layout: str = "bf16", d_qk: int = 576,
+                  device_id: int | None = None) -> dict[int, int]:
+    """CTAs per SM of each decode tile (rows -> count, 0: does not fit) of a
+    layout on a device, for ``choose_num_partitions``; the current device
+    when None, and an H200 without a GPU (as the SM count falls back)."""
+    smem_per_sm = H200_SMEM_PER_SM
+    try:
+        from cupy.cuda import runtime
+        smem_per_sm = _smem_per_sm(runtime.getDevice() if device_id is None else device_id)
+    except Exception:   # no GPU or driver (CPU tests, CLI)
+        pass
+    try:
+        layout = Layout(layout)
+    except ValueError:
+        raise ValueError(f"layout: expected one of {[x.value for x in Layout]}, got {layout!r}") from None
+    return dict(_resident_ctas(layout, d_qk, smem_per_sm))   # a copy: the memo stays intact
+
+
+@functools.lru_cache(maxsize=None)
+def _smem_per_sm(device_id: int) -> int:
+    from cupy.cuda import runtime
+    return int(runtime.deviceGetAttribute(runtime.cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                          device_id))
+
+
+@functools.lru_cache(maxsize=None)
+def _resident_ctas(layout: Layout, d_qk: int, smem_per_sm: int) -> dict[int, int]:
+    return {rows: ctas_per_sm(launch_config(DecodeKey(layout=layout, d_qk=d_qk, tile_rows=rows))
+                              .smem_bytes, smem_per_sm)
+            for rows in TILE_ROWS}
 
 
 def get_kernel(key: DecodeKey | CombineKey | str, device_id: int | None = None):
@@ -159,8 +275,7 @@ def get_kernel(key: DecodeKey | CombineKey | str, device_id: int | None = None):
                 try:
                     kernel.compile()
                 except cupy.cuda.compiler.CompileException as e:
-                    path = _dump_source(key.name, _numbered(source))
-                    raise KernelCompileError(key.name, str(e), path) from None
+                    raise KernelCompileError(key.name, str(e), *_dump_source(key.name, source)) from None
                 smem = _dynamic_smem(key)
                 if smem > 48 * 1024:
                     kernel.max_dynamic_shared_size_bytes = smem

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .compiler import resident_ctas
 from .schedule import H200_SMS, choose_num_partitions
 
 BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
@@ -57,16 +58,18 @@ def _sm_count(device_id: int) -> int:
 def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int, num_heads: int,
                      *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
                      extra_indices_stride: int = 0, fold_shared_index: bool = False,
-                     num_partitions: int | None = None) -> ScalarArgs:
-    """Choose ``num_partitions`` (unless given) and upload the int64[3] buffer."""
+                     num_partitions: int | None = None, window: int | None = None) -> ScalarArgs:
+    """Choose ``num_partitions`` (unless given) and upload the int64[3] buffer;
+    ``window``: the sliding-window length, if any."""
     import cupy
 
     if num_partitions is None:
         num_partitions = choose_num_partitions(
-            batch_size, num_heads, q_max_seq_len, max_cache_length, layout=layout,
+            batch_size, num_heads, q_max_seq_len, max_cache_length,
             sparse_mla=sparse_mla, indices_stride=indices_stride,
             extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
-            sm_count=sm_count_of_current_device())
+            window=window, sm_count=sm_count_of_current_device(),
+            resident_ctas=resident_ctas(layout))
     check_num_partitions(num_partitions)
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():

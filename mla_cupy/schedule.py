@@ -7,10 +7,19 @@ leave SMs idle; too many splits cost partial writes and a combine pass.
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 from .variants import TILE_ROWS
 
 H200_SMS = 132
+# Shared memory of one H200 SM (cudaDevAttrMaxSharedMemoryPerMultiprocessor);
+# the driver keeps 1 KiB of it per resident CTA, so one block may opt in to
+# 227 KiB.
+H200_SMEM_PER_SM = 233472
+RESERVED_SMEM_PER_CTA = 1024
+# ctas_per_sm of each tile of the decode kernels on an H200 (render.launch_config:
+# 64 and 32 rows take 150-190 KiB, 16 rows 84-101 KiB); tests recompute it.
+H200_RESIDENT_CTAS = {64: 1, 32: 1, 16: 2}
 KEYS_PER_TILE = 32        # BLOCK_N of the decode kernels (render.launch_config)
 # Relative costs in units of one CTA's pass over one key tile (~1.5 us on an
 # H200 for a 64-row tile): prologue + epilogue of a CTA, and the combine pass
@@ -31,21 +40,37 @@ def tile_rows_for(rows_per_sequence: int) -> int:
     return max(TILE_ROWS)
 
 
-def ctas_per_sm(tile_rows: int) -> int:
-    """Resident CTAs per SM, from shared memory: 16-row tiles take ~95 KB
-    (two fit in 227 KB), 32/64-row tiles 150-190 KB (one fits)."""
-    return 2 if tile_rows == 16 else 1
+def ctas_per_sm(smem_per_cta: int, smem_per_sm: int = H200_SMEM_PER_SM) -> int:
+    """Resident CTAs per SM as shared memory allows (0: one CTA does not fit).
+
+    Shared memory is what binds for the decode tiles: 128-256 threads of an
+    SM's 2048, and registers (at most 255 per thread) allow two 128-thread or
+    one 256-thread CTA, never fewer than shared memory does."""
+    for name, v in (("smem_per_cta", smem_per_cta), ("smem_per_sm", smem_per_sm)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name}: expected an int >= 0, got {v!r}")
+    return smem_per_sm // (smem_per_cta + RESERVED_SMEM_PER_CTA)
 
 
 def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
-                          max_cache_length: int, *, layout: str = "bf16",
-                          sparse_mla: bool = False, indices_stride: int = 0,
-                          extra_indices_stride: int = 0, fold_shared_index: bool = False,
-                          sm_count: int = H200_SMS) -> int:
+                          max_cache_length: int, *, sparse_mla: bool = False,
+                          indices_stride: int = 0, extra_indices_stride: int = 0,
+                          fold_shared_index: bool = False, window: int | None = None,
+                          sm_count: int = H200_SMS,
+                          resident_ctas: Mapping[int, int] = H200_RESIDENT_CTAS) -> int:
     """Number of key splits per sequence.
 
+    ``sm_count`` and ``resident_ctas`` describe the device: the latter maps
+    each tile's rows (16/32/64) to the CTAs of that tile one SM holds
+    (:func:`ctas_per_sm` of the tile's shared memory; 0 where the tile does not
+    fit, and then, as the dispatcher does, the next smaller tile runs).  The
+    defaults are an H200's; ``mla_cupy.compiler.resident_ctas`` gives the
+    current device's.  ``window`` is the sliding-window length (None: no
+    window): a sequence's splits then cut only the ``window + q_max_seq_len -
+    1`` keys its tokens can see.
+
     Model: CTAs = batch_size x row_tiles x P run in waves of
-    sm_count x ctas_per_sm; each CTA costs (its key tiles + a fixed prologue
+    sm_count x resident CTAs; each CTA costs (its key tiles + a fixed prologue
     and epilogue), so time ~ waves(P) x (ceil(keys / P / 32) + 2) plus, for
     P > 1, a combine pass that writes and reads P fp32 partial rows of 2 KiB
     per query row.  The P in 1..64 with the least modelled time wins (the
@@ -56,28 +81,43 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
     (128 CTAs of 16 rows, 264 slots), and up to 64 for one long sequence.  A
     partly filled last wave is worth splitting once the keys are long enough
     that the split's combine pass costs less than the idle SMs (e.g. 128 x 128
-    at 1M keys gives 17).  Other
-    SM counts scale the slot count; the layout changes only bytes per key,
-    which moves all P alike, so it does not enter.
+    at 1M keys gives 17).  An A100 holds one 16-row CTA per SM: 108 x 16 heads
+    at 8K keys fill its 108 slots exactly (P=1) but only 108 of an H200's 264
+    (P=7).
+    The cache layout changes bytes per key, which moves every P alike; it
+    enters only through ``resident_ctas``.
     """
-    del layout  # bytes per key scale every P alike (see docstring)
     for name, v in (("batch_size", batch_size), ("num_heads", num_heads),
                     ("q_max_seq_len", q_max_seq_len), ("max_cache_length", max_cache_length),
                     ("sm_count", sm_count)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"{name}: expected an int >= 0, got {v!r}")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < 1):
+        raise ValueError(f"window: expected None or an int >= 1, got {window!r}")
+    if sparse_mla and window is not None:
+        raise ValueError("window: sparse mode has no sliding window (index lists express it), "
+                         f"expected None, got {window!r}")
+    if sorted(resident_ctas) != sorted(TILE_ROWS) or any(
+            isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in resident_ctas.values()):
+        raise ValueError(f"resident_ctas: expected {{tile rows: int >= 0}} for tiles {sorted(TILE_ROWS)}, "
+                         f"got {dict(resident_ctas)!r}")
     if batch_size == 0 or q_max_seq_len == 0 or num_heads == 0:
         return 1
+    tokens_per_tile = q_max_seq_len if (fold_shared_index or not sparse_mla) else 1
+    rows = tokens_per_tile * num_heads
+    tile = _fitting_tile(tile_rows_for(rows), resident_ctas)
     if sparse_mla:
-        keys = min(indices_stride, max_cache_length + q_max_seq_len) + extra_indices_stride
-        tokens_per_tile = q_max_seq_len if fold_shared_index else 1
+        # Each token a CTA holds brings its own extra slots (the kernel's slot axis).
+        tokens_per_cta = min(tokens_per_tile, math.ceil(tile / num_heads))
+        keys = (min(indices_stride, max_cache_length + q_max_seq_len)
+                + tokens_per_cta * extra_indices_stride)
     else:
         keys = max_cache_length + q_max_seq_len
-        tokens_per_tile = q_max_seq_len
-    rows = tokens_per_tile * num_heads
-    tile = tile_rows_for(rows)
+        if window is not None:
+            keys = min(keys, window + q_max_seq_len - 1)
     row_tiles = math.ceil(rows / tile) * (1 if tokens_per_tile == q_max_seq_len else q_max_seq_len)
-    slots = max(1, sm_count) * ctas_per_sm(tile)
+    slots = max(1, sm_count) * resident_ctas[tile]
     base = batch_size * row_tiles
     key_tiles = max(1, math.ceil(keys / KEYS_PER_TILE))
     query_rows = batch_size * q_max_seq_len * num_heads
@@ -90,3 +130,12 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
         return t
 
     return min(range(1, min(MAX_PARTITIONS, key_tiles) + 1), key=lambda p: (cost(p), p))
+
+
+def _fitting_tile(tile_rows: int, resident_ctas: Mapping[int, int]) -> int:
+    """The tile, or the next smaller one that fits an SM (as the dispatcher falls back)."""
+    for rows in sorted((r for r in TILE_ROWS if r <= tile_rows), reverse=True):
+        if resident_ctas[rows] > 0:
+            return rows
+    raise ValueError(f"resident_ctas: no tile of at most {tile_rows} rows fits the device, "
+                     f"got {dict(resident_ctas)!r}")

@@ -8,33 +8,108 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mla_cupy.schedule import (H200_SMS, KEYS_PER_TILE, MAX_PARTITIONS, choose_num_partitions,
+from mla_cupy.schedule import (H200_RESIDENT_CTAS, H200_SMEM_PER_SM, H200_SMS, KEYS_PER_TILE,
+                               MAX_PARTITIONS, RESERVED_SMEM_PER_CTA, choose_num_partitions,
                                ctas_per_sm, tile_rows_for)
 from mla_cupy.variants import (TILE_ROWS,
                                CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity,
                                all_variants,
                                parse)
 
-LAYOUTS = [x.value for x in Layout]
+A100_SMEM_PER_SM = 167936            # 164 KiB: one block may opt in to 163 KiB
+A100_RESIDENT_CTAS = {64: 0, 32: 1, 16: 1}   # bf16 at d_qk=576 (checked below)
 
 batch = st.integers(0, 4096)
 heads = st.integers(0, 128)
 q_len = st.integers(0, 16)
 cache = st.one_of(st.integers(0, 4096), st.integers(0, 4_000_000))
 sms = st.sampled_from([1, 2, 8, 66, 78, 108, 114, 132, 148])
+# resident CTAs per tile of real devices (H200, A100 bf16 / fp8 qk512) and made-up ones
+resident = st.one_of(st.sampled_from([H200_RESIDENT_CTAS, A100_RESIDENT_CTAS,
+                                      {64: 1, 32: 1, 16: 1}]),
+                     st.fixed_dictionaries({64: st.integers(0, 3), 32: st.integers(0, 3),
+                                            16: st.integers(1, 4)}))
 
 
-def _dense_row_tiles(num_heads, q_max_seq_len):
+def _dense_row_tiles(num_heads, q_max_seq_len, resident_ctas=H200_RESIDENT_CTAS):
+    """Row tiles of a dense sequence and their rows, with the dispatcher's
+    fallback to a smaller tile where the chosen one does not fit."""
     rows = num_heads * q_max_seq_len
     tile = tile_rows_for(rows)
+    while resident_ctas[tile] == 0:
+        tile //= 2
     return math.ceil(rows / tile), tile
+
+
+# ------------------------------------------------------------ occupancy
+
+@pytest.mark.parametrize("layout", [x.value for x in Layout])
+def test_h200_resident_ctas_follow_the_launch_config(layout):
+    """The H200 default of choose_num_partitions is what the device query
+    gives for every layout (without a GPU compiler.resident_ctas plans for an H200)."""
+    from mla_cupy.compiler import resident_ctas
+    assert resident_ctas(layout) == H200_RESIDENT_CTAS
+
+
+def test_a100_holds_one_16_row_cta_per_sm():
+    """The old rule of two 16-row CTAs per SM everywhere is wrong on an A100."""
+    from mla_cupy.compiler import _resident_ctas
+    assert _resident_ctas(Layout.BF16, 576, A100_SMEM_PER_SM) == A100_RESIDENT_CTAS
+    # fp8 rows at d_qk=512 stage fewer bytes: the 64-row tile fits an A100
+    assert _resident_ctas(Layout.FP8, 512, A100_SMEM_PER_SM) == {64: 1, 32: 1, 16: 1}
+
+
+@pytest.mark.parametrize("smem_per_cta,smem_per_sm,expected", [
+    (95232, H200_SMEM_PER_SM, 2), (192896, H200_SMEM_PER_SM, 1), (95232, A100_SMEM_PER_SM, 1),
+    (192896, A100_SMEM_PER_SM, 0), (0, H200_SMEM_PER_SM, H200_SMEM_PER_SM // RESERVED_SMEM_PER_CTA),
+    # the 1 KiB per CTA counts: two CTAs of exactly half the SM do not fit
+    (H200_SMEM_PER_SM // 2, H200_SMEM_PER_SM, 1),
+    (H200_SMEM_PER_SM // 2 - RESERVED_SMEM_PER_CTA, H200_SMEM_PER_SM, 2),
+])
+def test_ctas_per_sm(smem_per_cta, smem_per_sm, expected):
+    assert ctas_per_sm(smem_per_cta, smem_per_sm) == expected
+
+
+@pytest.mark.parametrize("name", ["smem_per_cta", "smem_per_sm"])
+@pytest.mark.parametrize("bad", [-1, True, 2.0, None])
+def test_ctas_per_sm_rejects_bad_arguments(name, bad):
+    kw = dict(smem_per_cta=1000, smem_per_sm=H200_SMEM_PER_SM)
+    kw[name] = bad
+    with pytest.raises(ValueError, match=f"^{name}: expected an int >= 0, got"):
+        ctas_per_sm(**kw)
+
+
+@pytest.mark.parametrize("kw,h200,a100", [
+    # 108 sequences x 16 heads fill an A100's 108 slots exactly, 108 of an H200's 264
+    (dict(batch_size=108, num_heads=16, q_max_seq_len=1, max_cache_length=8192), 7, 1),
+    (dict(batch_size=128, num_heads=16, q_max_seq_len=1, max_cache_length=4096), 2, 5),
+])
+def test_occupancy_changes_the_choice(kw, h200, a100):
+    assert choose_num_partitions(**kw, sm_count=H200_SMS) == h200
+    assert choose_num_partitions(**kw, sm_count=108, resident_ctas=A100_RESIDENT_CTAS) == a100
+
+
+@given(st.integers(1, 64), st.integers(1, 8), cache, sms)
+def test_twice_the_ctas_per_sm_is_twice_the_sms(b, h, c, sm):
+    """Only slots = SMs x resident CTAs enter: doubling either gives one plan."""
+    one = {64: 1, 32: 1, 16: 1}
+    two = {rows: 2 for rows in TILE_ROWS}
+    assert (choose_num_partitions(b, h, 1, c, sm_count=sm, resident_ctas=two)
+            == choose_num_partitions(b, h, 1, c, sm_count=2 * sm, resident_ctas=one))
+
+
+@pytest.mark.parametrize("bad", [{64: 1, 32: 1}, {64: 1, 32: 1, 16: -1}, {64: 1, 32: 1, 16: 1.0},
+                                 {64: 1, 32: 1, 16: 1, 8: 1}, {64: 0, 32: 0, 16: 0}])
+def test_bad_resident_ctas_raise(bad):
+    with pytest.raises(ValueError, match="^resident_ctas: "):
+        choose_num_partitions(2, 16, 1, 1000, resident_ctas=bad)
 
 
 # ------------------------------------------------------------ choose_num_partitions
 
-@given(batch, heads, q_len, cache, sms, st.sampled_from(LAYOUTS))
-def test_dense_partitions_in_range_and_never_more_than_key_tiles(b, h, q, c, sm, layout):
-    p = choose_num_partitions(b, h, q, c, layout=layout, sm_count=sm)
+@given(batch, heads, q_len, cache, sms, resident)
+def test_dense_partitions_in_range_and_never_more_than_key_tiles(b, h, q, c, sm, res):
+    p = choose_num_partitions(b, h, q, c, sm_count=sm, resident_ctas=res)
     assert type(p) is int and 1 <= p <= MAX_PARTITIONS
     # no split without a 32-key tile of keys (keys = cached + new tokens)
     assert p <= max(1, math.ceil((c + q) / KEYS_PER_TILE))
@@ -47,15 +122,36 @@ def test_sparse_partitions_in_range_and_never_more_than_slot_tiles(b, h, q, c, s
     p = choose_num_partitions(b, h, q, c, sparse_mla=True, indices_stride=stride,
                               extra_indices_stride=extra, fold_shared_index=fold, sm_count=sm)
     assert 1 <= p <= MAX_PARTITIONS
-    slots = min(stride, c + q) + extra   # main slots are clamped to N_b, extra are not
+    # main slots are clamped to N_b; each token a CTA holds brings its own extra
+    # slots (folded CTAs hold up to all q tokens)
+    slots = min(stride, c + q) + (q if fold else 1) * extra
     assert p <= max(1, math.ceil(slots / KEYS_PER_TILE))
 
 
-@given(batch, heads, q_len, cache, sms)
-def test_layout_does_not_change_the_plan(b, h, q, c, sm):
-    """Bytes per key scale every P alike (docstring): the layout never enters."""
-    ps = {choose_num_partitions(b, h, q, c, layout=lay, sm_count=sm) for lay in LAYOUTS}
-    assert len(ps) == 1
+@given(batch, heads, q_len, cache, sms, resident, st.integers(1, 5_000_000))
+def test_a_window_counts_only_the_keys_it_shows(b, h, q, c, sm, res, w):
+    """With a window W the splits cut the W + q - 1 keys the tokens see: the
+    plan is that of a cache of min(C, W - 1) keys."""
+    assert (choose_num_partitions(b, h, q, c, window=w, sm_count=sm, resident_ctas=res)
+            == choose_num_partitions(b, h, q, min(c, w - 1), sm_count=sm, resident_ctas=res))
+
+
+def test_a_short_window_over_a_long_cache_is_not_split_like_the_cache():
+    assert choose_num_partitions(1, 16, 1, 1_000_000) == MAX_PARTITIONS
+    # the window's 512 keys are 16 tiles: one split each, not 64 splits of which 48 are empty
+    assert choose_num_partitions(1, 16, 1, 1_000_000, window=512) == 16
+    assert choose_num_partitions(1, 16, 1, 1_000_000, window=32) == 1
+
+
+@given(st.integers(1, 64), st.integers(1, 4), st.integers(0, 4096), st.integers(1, 1024), sms)
+def test_folded_extra_slots_count_once_per_token(b, q, stride, extra, sm):
+    """A folded 16-head CTA holds all q <= 4 tokens of a sequence, and each brings
+    its own extra slots: planning sees q x extra of them, as the kernel's slot axis."""
+    c = 1_000_000     # so that indices_stride, not the cache, bounds the main slots
+    assert (choose_num_partitions(b, 16, q, c, sparse_mla=True, fold_shared_index=True,
+                                  indices_stride=stride, extra_indices_stride=extra, sm_count=sm)
+            == choose_num_partitions(b, 16, q, c, sparse_mla=True, fold_shared_index=True,
+                                     indices_stride=stride + q * extra, sm_count=sm))
 
 
 @given(st.data(), cache, sms)
@@ -70,25 +166,25 @@ def test_zero_work_gives_one_partition(data, c, sm):
 
 
 @given(st.integers(1, 128), st.integers(1, 8), st.integers(0, 4_000_000), sms,
-       st.integers(1, 4))
-def test_exactly_full_waves_are_never_split(h, q, c, sm, waves):
+       st.integers(1, 4), resident)
+def test_exactly_full_waves_are_never_split(h, q, c, sm, waves, res):
     """When batch x row_tiles fills whole waves of CTAs (no tail), a split only
-    adds work: P == 1 for any key count."""
-    row_tiles, tile = _dense_row_tiles(h, q)
-    slots = sm * ctas_per_sm(tile)
+    adds work: P == 1 for any key count, whatever the occupancy."""
+    row_tiles, tile = _dense_row_tiles(h, q, res)
+    slots = sm * res[tile]
     b = waves * slots // math.gcd(row_tiles, slots)   # b * row_tiles is a multiple of slots
     assert (b * row_tiles) % slots == 0 and b * row_tiles >= slots
-    assert choose_num_partitions(b, h, q, c, sm_count=sm) == 1
+    assert choose_num_partitions(b, h, q, c, sm_count=sm, resident_ctas=res) == 1
 
 
-@given(st.data(), st.integers(0, 4_000_000), sms.filter(lambda n: n >= 8))
-def test_one_row_tile_on_an_idle_gpu_is_split_when_keys_allow(data, c, sm):
+@given(st.data(), st.integers(0, 4_000_000), sms.filter(lambda n: n >= 8), resident)
+def test_one_row_tile_on_an_idle_gpu_is_split_when_keys_allow(data, c, sm, res):
     """B=1 with one row tile leaves all but one CTA slot idle: with 16+ key
     tiles the host must split (P >= 2)."""
     q = data.draw(st.integers(1, 8))
-    h = data.draw(st.integers(1, 64 // q))
-    assert _dense_row_tiles(h, q)[0] == 1
-    p = choose_num_partitions(1, h, q, c, sm_count=sm)
+    h = data.draw(st.integers(1, 16 // q))
+    assert _dense_row_tiles(h, q, res)[0] == 1
+    p = choose_num_partitions(1, h, q, c, sm_count=sm, resident_ctas=res)
     if math.ceil((c + q) / KEYS_PER_TILE) >= 16:
         assert p >= 2, (h, q, c, sm, p)
     else:
@@ -106,6 +202,7 @@ def test_single_long_sequence_uses_many_partitions():
     # docstring examples on a 132-SM H200 (moderate cache lengths)
     (dict(batch_size=128, num_heads=128, q_max_seq_len=1, max_cache_length=4096), 1),
     (dict(batch_size=128, num_heads=16, q_max_seq_len=1, max_cache_length=4096), 2),
+    (dict(batch_size=128, num_heads=128, q_max_seq_len=1, max_cache_length=1 << 20), 17),
     # no keys beyond one tile: nothing to split
     (dict(batch_size=1, num_heads=16, q_max_seq_len=1, max_cache_length=31), 1),
 ])
@@ -122,6 +219,20 @@ def test_bad_arguments_raise_value_error_naming_them(name, bad):
     kw[name] = bad
     with pytest.raises(ValueError, match=f"^{name}: expected an int >= 0"):
         choose_num_partitions(**kw)
+
+
+@pytest.mark.parametrize("kw", [dict(window=0), dict(window=-1), dict(window=True),
+                                dict(window=2.0), dict(window="8"),
+                                dict(window=8, sparse_mla=True, indices_stride=64)])
+def test_bad_window_raises_naming_it(kw):
+    with pytest.raises(ValueError, match=r"^window: .*expected .*got"):
+        choose_num_partitions(2, 16, 1, 100, **kw)
+
+
+def test_layout_is_no_longer_an_argument():
+    """Bytes per key move every P alike; the layout enters only through resident_ctas."""
+    with pytest.raises(TypeError):
+        choose_num_partitions(2, 16, 1, 100, layout="fp8")
 
 
 # ------------------------------------------------------------ tile_rows_for
