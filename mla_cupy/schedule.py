@@ -7,6 +7,7 @@ leave SMs idle; too many splits cost partial writes and a combine pass.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from .variants import TILE_ROWS
 
@@ -29,6 +30,34 @@ def tile_rows_for(rows_per_sequence: int) -> int:
         if rows_per_sequence <= rows:
             return rows
     return max(TILE_ROWS)
+
+
+class RowTiling(NamedTuple):
+    """How blockIdx.x covers the query rows r = i * H + h of a sequence.
+
+    The rows fall into row groups of ``group_rows`` (a token's heads when each
+    token has its own index row: sparse without fold; else all q_max_seq_len x H
+    rows), each cut into ``group_tiles`` tiles of ``tile_rows``: CTA x computes
+    rows ``g * group_rows + j * tile_rows ..`` of group g = x / group_tiles, tile
+    j = x % group_tiles, clipped to its group and the sequence (the kernel's
+    ``cta_rows``, which reads group_rows and group_tiles from its arguments)."""
+
+    tile_rows: int
+    group_rows: int
+    group_tiles: int
+    grid_x: int
+
+
+def row_tiling(q_max_seq_len: int, num_heads: int, *, per_token: bool,
+               tile_rows: int | None = None) -> RowTiling:
+    """The row->CTA mapping, host side; ``tile_rows`` defaults to the smallest
+    tile that holds a row group (``tile_rows_for``)."""
+    group_rows = num_heads if per_token else q_max_seq_len * num_heads
+    if tile_rows is None:
+        tile_rows = tile_rows_for(group_rows)
+    group_tiles = math.ceil(group_rows / tile_rows)
+    return RowTiling(tile_rows, group_rows, group_tiles,
+                     group_tiles * (q_max_seq_len if per_token else 1))
 
 
 def ctas_per_sm(tile_rows: int) -> int:
@@ -76,7 +105,7 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
         tokens_per_tile = q_max_seq_len
     rows = tokens_per_tile * num_heads
     tile = tile_rows_for(rows)
-    row_tiles = math.ceil(rows / tile) * (1 if tokens_per_tile == q_max_seq_len else q_max_seq_len)
+    row_tiles = row_tiling(q_max_seq_len, num_heads, per_token=tokens_per_tile != q_max_seq_len, tile_rows=tile).grid_x
     slots = max(1, sm_count) * ctas_per_sm(tile)
     base = batch_size * row_tiles
     key_tiles = max(1, math.ceil(keys / KEYS_PER_TILE))
