@@ -350,6 +350,10 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_demo)
     p = sub.add_parser("info", help="GPU, CuPy, NVRTC and cache directories")
     p.set_defaults(fn=cmd_info)
+    from . import bench
+    p = sub.add_parser("bench", help="check, then time named cases or a custom shape; peers side by side")
+    bench.add_arguments(p)
+    p.set_defaults(fn=bench.cli)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

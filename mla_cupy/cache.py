@@ -1,22 +1,11 @@
 """PagedKVCollection: the paged latent KV cache of SPEC §2 (no CuPy import)."""
 from __future__ import annotations
 
+from . import records
 from .arrays import dtype_name, to_host_int
-from .variants import ROW_BYTES, Layout
+from .records import Layout
 
 _INDEX_DTYPES = ("int32", "uint32")
-
-# (dtype, row width) -> layout, for layout=None.
-_INFER = {
-    ("bfloat16", 576): Layout.BF16, ("bfloat16", 512): Layout.BF16,
-    ("float16", 576): Layout.FP16, ("float16", 512): Layout.FP16,
-    ("uint8", 576): Layout.FP8, ("uint8", 512): Layout.FP8,
-    ("float8_e4m3fn", 576): Layout.FP8, ("float8_e4m3fn", 512): Layout.FP8,
-    ("uint8", 640): Layout.FP8_ROPE_AWARE, ("uint8", 656): Layout.FP8_DS_MLA,
-    # torch caches typed float8_e4m3fn (FlashMLA's V3.2 cache is) hold the same bytes
-    ("float8_e4m3fn", 640): Layout.FP8_ROPE_AWARE, ("float8_e4m3fn", 656): Layout.FP8_DS_MLA,
-}
-_LAYOUT_DTYPE = {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",)}
 
 
 class PagedKVCollection:
@@ -48,7 +37,7 @@ class PagedKVCollection:
         self.lookup_table = lookup_table
         self.cache_lengths = cache_lengths
         self.layout = _resolve_layout(self.blocks, layout)
-        self.scales = _check_scales(scales, self.blocks, self.layout)
+        self.scales = check_scales(scales, self.blocks, self.layout)
         if max_cache_length is None:
             lengths = to_host_int(cache_lengths)
             max_cache_length = int(lengths.max()) if lengths.size else 0
@@ -73,7 +62,9 @@ class PagedKVCollection:
     @property
     def d_qk(self) -> int:
         """Q.K width of this cache: 576 (latent + rope) or 512 (no rope)."""
-        return self.blocks.shape[3] if self.layout in (Layout.BF16, Layout.FP16, Layout.FP8) else 576
+        dt, width = dtype_name(self.blocks), self.blocks.shape[3]
+        return next(d for d in records.D_QK_CHOICES[self.layout]
+                    if records.row_width(self.layout, d, dt) == width)
 
     def __repr__(self):
         return (f"PagedKVCollection(layout={self.layout.value!r}, blocks={list(self.blocks.shape)}, "
@@ -110,43 +101,45 @@ def _check_index_array(name, x, ndim):
 
 def _resolve_layout(blocks, layout) -> Layout:
     dt, row = dtype_name(blocks), blocks.shape[3]
-    inferred = _INFER.get((dt, row))
+    inferred = records.INFER_LAYOUT.get((dt, row))
     if layout is None:
-        if inferred is None and dt not in ("bfloat16", "float16", "uint8", "float8_e4m3fn"):
+        if inferred is None and all(dt not in records.cache_dtypes(x) for x in Layout):
             raise TypeError(f"blocks: expected dtype bfloat16, float16 or uint8 (fp8 bytes), got {dt}")
         if inferred is None:
+            known = ", ".join(f"{d} rows of {w} ({x.value})" for (d, w), x in records.INFER_LAYOUT.items())
             raise ValueError(f"blocks: cannot infer a layout from dtype {dt} and row width {row}; "
-                             "expected bf16/fp16 rows of 576 or 512, or uint8 rows of 576, 512, "
-                             "640 (fp8_rope_aware) or 656 (fp8_ds_mla)")
+                             f"expected one of: {known}")
         return inferred
     try:
         layout = Layout(layout)
     except ValueError:
         raise ValueError(f"layout: expected one of {[x.value for x in Layout]}, got {layout!r}") from None
-    wanted = _LAYOUT_DTYPE.get(layout, ("uint8", "float8_e4m3fn"))
+    wanted = records.cache_dtypes(layout)
     if dt not in wanted:
         raise TypeError(f"blocks: layout {layout.value!r} expects dtype {wanted[0]}, got {dt}")
-    widths = sorted(w // (2 if layout in _LAYOUT_DTYPE else 1)
-                    for (lay, _), w in ROW_BYTES.items() if lay is layout)
+    widths = sorted(records.row_width(layout, d, dt) for d in records.D_QK_CHOICES[layout])
     if row not in widths:
         raise ValueError(f"blocks: layout {layout.value!r} expects rows of {widths} elements, got {row}")
     return layout
 
 
-def _check_scales(scales, blocks, layout):
+def check_scales(scales, blocks, layout, name="scales"):
+    """Per-token sigma of a rope-aware cache (``[num_blocks, num_layers,
+    page_size]`` float32, or 2-D for one layer): checked, returned 3-D."""
     if layout is Layout.FP8_ROPE_AWARE:
         if scales is None:   # an extra stream may take them from extra_scales_ptr
             return None
+        _require_array(name, scales)
         want = tuple(blocks.shape[:3])
         shape = tuple(scales.shape)
         if len(shape) == 2 and blocks.shape[1] == 1:   # one-layer cache given 2-D scales
             scales, shape = scales.reshape(shape[0], 1, shape[1]), (shape[0], 1, shape[1])
         if shape != want:
-            raise ValueError(f"scales: expected shape {list(want)}, got {list(scales.shape)}")
+            raise ValueError(f"{name}: expected shape {list(want)}, got {list(scales.shape)}")
         if dtype_name(scales) != "float32":
-            raise TypeError(f"scales: expected float32, got {dtype_name(scales)}")
+            raise TypeError(f"{name}: expected float32, got {dtype_name(scales)}")
         return scales
     if scales is not None:
-        raise ValueError(f"scales: only layout 'fp8_rope_aware' takes per-token scales; "
+        raise ValueError(f"{name}: only layout 'fp8_rope_aware' takes per-token scales; "
                          f"this cache is {layout.value!r}")
     return None

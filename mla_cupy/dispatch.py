@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import threading
 import warnings
 
 import numpy as np
 
+from . import abi, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
 from .cache import PagedKVCollection
 from .compiler import get_kernel
-from .render import launch_config
+from .render import COMBINE_THREADS, launch_config
 from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
-from .schedule import tile_rows_for
-from .variants import (D_V, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity,
-                       hopper_supports, output_dtype_name)
+from .schedule import row_tiling
+from .records import D_V, output_dtype_name
+from .variants import (TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity,
+                       hopper_supports, resolve_backend)
 
 LOG2E = 1.4426950408889634
 
@@ -67,7 +68,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         raise ValueError("mask_str: 'sliding_window_causal' is not supported with sparse_mla=True; "
                          "express windows as index lists")
     V.check_device_array("kv_collection.blocks", kv_collection.blocks,
-                         dtypes=V.cache_dtypes(layout), ndim=4)
+                         dtypes=records.cache_dtypes(layout), ndim=4)
     V.check_device_array("kv_collection.lookup_table", kv_collection.lookup_table,
                          dtypes=("int32", "uint32"), ndim=2)
     V.check_device_array("kv_collection.cache_lengths", kv_collection.cache_lengths,
@@ -115,44 +116,36 @@ def generic_flare_mla_decode_kv_cache_ragged(
     if host_batch == 0 or num_tokens == 0 or q_max_seq_len == 0:
         return
 
-    # Rows of one CTA: a sequence's tokens x heads, except unfolded sparse
-    # (each token has its own index row): one token's heads.
+    # The fitted tile may be smaller than the one a row group asks for (shared memory).
     per_token = sparse_mla and not fold_shared_index
-    rows_per_cta = num_heads if per_token else q_max_seq_len * num_heads
     axes = dict(layout=layout, mask=mask, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
                 fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
-    key = _hopper_key(device_id, backend, axes) or \
-        _fitting_key(device_id, tile_rows_for(rows_per_cta), **axes)
+    key = _hopper_key(device_id, backend, axes) or _fitting_key(
+        device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token).tile_rows, **axes)
+    tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
         decode = get_kernel(key, device_id)
         combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
             if num_partitions > 1 else None
-        args = _launch_args(q, input_row_offsets, kv_collection, output, lse, attn_sink_ptr,
-                            scalar_args_buf)
-        o_part = lse_part = _NULL
+        o_part = lse_part = None
         if num_partitions > 1:
             o_part, lse_part = _workspace(device_id, cp_stream, num_partitions, num_tokens, num_heads)
-        row_tiles = (q_max_seq_len * math.ceil(num_heads / cfg.block_m) if per_token
-                     else math.ceil(q_max_seq_len * num_heads / cfg.block_m))
-        grid = (row_tiles, num_partitions, host_batch)
-        window = local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0
+        common = _common_args(q, input_row_offsets, kv_collection, output, lse, attn_sink_ptr,
+                              scalar_args_buf)
+        decode_args = decode_launch_args(
+            common, kv_collection, sparse, tiling, o_part=o_part, lse_part=lse_part,
+            layer_idx=layer_idx, scale=scale, num_tokens=num_tokens, num_heads=num_heads,
+            window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
+            q_scale=q_scale_ptr, main_scales=main_scales)
         with cp_stream:
-            decode(grid, (cfg.num_threads,), (
-                args["q"], args["offsets"], args["blocks"], args["lookup"], args["lengths"],
-                args["sink"], args["scalar"], args["out"], args["lse"], o_part, lse_part,
-                np.int32(num_heads), np.int32(kv_collection.num_layers), np.int32(layer_idx),
-                np.int32(kv_collection.page_size), np.int32(kv_collection.lookup_table.shape[1]),
-                np.int32(window), np.int32(num_tokens), np.float32(scale * LOG2E),
-                *_sparse_args(sparse, kv_collection),
-                _ptr(q_scale_ptr, "q_scale_ptr"), _ptr(main_scales, "kv_collection.scales"),
-                _ptr(sparse.extra_scales if sparse is not None else None, "extra scales")),
-                shared_mem=cfg.smem_bytes)
+            decode((tiling.grid_x, num_partitions, host_batch), (cfg.num_threads,), decode_args,
+                   shared_mem=cfg.smem_bytes)
             if combine is not None:
-                combine((num_heads, num_tokens), (128,), (
-                    o_part, lse_part, args["sink"], args["offsets"], args["scalar"], args["out"],
-                    args["lse"], np.int32(num_heads), np.int32(num_tokens),
-                    np.int32(num_partitions)))
+                combine((num_heads, num_tokens), (COMBINE_THREADS,),
+                        combine_launch_args(common, o_part=o_part, lse_part=lse_part,
+                                            num_heads=num_heads, num_tokens=num_tokens,
+                                            num_partitions=num_partitions))
 
 
 def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
@@ -184,7 +177,7 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
         q_max_seq_len = int(cupy.diff(offs).max().get()) if offs.shape[0] > 1 else 0
     batch_size = input_row_offsets.shape[0] - 1
     layout = kv_collection.layout
-    out_dt = V.output_dtype(layout)
+    out_dt = records.output_dtype(layout)
     torch_io = is_torch(q)
     if out is None:
         out = _empty_like_io(q, (num_tokens, num_heads, D_V), out_dt, torch_io)
@@ -212,9 +205,6 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
 
 # ---------------------------------------------------------------- helpers
 
-_NULL = np.uint64(0)   # a null pointer kernel argument
-
-
 def _scalar_args_values(buf) -> tuple[int, int, int]:
     if isinstance(buf, ScalarArgs):
         V.check_int("scalar_args_buf.batch_size", buf.batch_size, lo=0)
@@ -231,37 +221,57 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
 
 
 def _ptr(x, name):
-    return _NULL if x is None else to_cupy(x, name)
+    return None if x is None else to_cupy(x, name)
 
 
-def _sparse_args(sparse, kv) -> tuple:
-    """Kernel arguments of sparse mode, in signature order (nulls when dense)."""
-    if sparse is None:
-        return (_NULL,) * 6 + (np.int32(0),) * 4 + (np.int64(0),) * 2
-    ptr = _ptr
-    ek = sparse.extra_k
-    return (ptr(sparse.d_indices, "d_indices"), ptr(sparse.topk_lengths, "topk_lengths"),
-            ptr(sparse.logical_indices, "logical_indices"),
-            ptr(ek.blocks if ek is not None else None, "extra_k.blocks"),
-            ptr(sparse.extra_d_indices, "extra_d_indices"),
-            ptr(sparse.extra_topk_lengths, "extra_topk_lengths"),
-            np.int32(sparse.indices_stride), np.int32(sparse.extra_indices_stride),
-            np.int32(ek.page_size if ek is not None else 1),
-            np.int32(ek.num_layers if ek is not None else 1),
-            np.int64(kv.num_blocks * kv.page_size),
-            np.int64(ek.num_blocks * ek.page_size if ek is not None else 0))
-
-
-def _launch_args(q, offsets, kv, output, lse, sink, scalar_args_buf) -> dict:
+def _common_args(q, offsets, kv, output, lse, sink, scalar_args_buf) -> dict:
+    """Device arrays that both kernels take, by their ABI names (None = null)."""
     buf = scalar_args_buf.buffer if isinstance(scalar_args_buf, ScalarArgs) else scalar_args_buf
-    a = dict(q=to_cupy(q, "q"), offsets=to_cupy(offsets, "input_row_offsets"),
-             blocks=to_cupy(kv.blocks, "kv_collection.blocks"),
-             lookup=to_cupy(kv.lookup_table, "kv_collection.lookup_table"),
-             lengths=to_cupy(kv.cache_lengths, "kv_collection.cache_lengths"),
-             out=to_cupy(output, "output"), scalar=to_cupy(buf, "scalar_args_buf"),
-             lse=_NULL if lse is None else to_cupy(lse, "lse"),
-             sink=_NULL if sink is None else to_cupy(sink, "attn_sink_ptr"))
-    return a
+    return dict(q=to_cupy(q, "q"), input_row_offsets=to_cupy(offsets, "input_row_offsets"),
+                blocks=to_cupy(kv.blocks, "kv_collection.blocks"),
+                lookup_table=to_cupy(kv.lookup_table, "kv_collection.lookup_table"),
+                cache_lengths=to_cupy(kv.cache_lengths, "kv_collection.cache_lengths"),
+                out=to_cupy(output, "output"), scalar_args=to_cupy(buf, "scalar_args_buf"),
+                lse=_ptr(lse, "lse"), attn_sink=_ptr(sink, "attn_sink_ptr"))
+
+
+def decode_launch_args(common: dict, kv, sparse, tiling, *, o_part, lse_part, layer_idx, scale,
+                       num_tokens, num_heads, window, q_scale, main_scales) -> tuple:
+    """The decode kernel's arguments (abi.DECODE) from validated inputs;
+    ``sparse`` is validate.SparseArgs or None (dense)."""
+    ek = sparse.extra_k if sparse is not None else None
+    values = dict(
+        common, o_part=o_part, lse_part=lse_part, num_heads=num_heads,
+        num_layers=kv.num_layers, layer_idx=layer_idx, page_size=kv.page_size,
+        lookup_stride=kv.lookup_table.shape[1], window=window, num_tokens=num_tokens,
+        scale_log2=scale * LOG2E, group_rows=tiling.group_rows, group_tiles=tiling.group_tiles,
+        d_indices=None, topk_lengths=None, logical_indices=None, extra_d_indices=None,
+        extra_topk_lengths=None, indices_stride=0, extra_stride=0,
+        main_rows_total=kv.num_blocks * kv.page_size,
+        extra_blocks=_ptr(ek.blocks, "extra_k.blocks") if ek is not None else None,
+        extra_page_size=ek.page_size if ek is not None else 1,
+        extra_num_layers=ek.num_layers if ek is not None else 1,
+        extra_rows_total=ek.num_blocks * ek.page_size if ek is not None else 0,
+        q_scale=_ptr(q_scale, "q_scale_ptr"), scales=_ptr(main_scales, "kv_collection.scales"),
+        extra_scales=_ptr(sparse.extra_scales if sparse is not None else None, "extra scales"))
+    if sparse is not None:
+        values.update(
+            d_indices=_ptr(sparse.d_indices, "d_indices"),
+            topk_lengths=_ptr(sparse.topk_lengths, "topk_lengths"),
+            logical_indices=_ptr(sparse.logical_indices, "logical_indices"),
+            extra_d_indices=_ptr(sparse.extra_d_indices, "extra_d_indices"),
+            extra_topk_lengths=_ptr(sparse.extra_topk_lengths, "extra_topk_lengths"),
+            indices_stride=sparse.indices_stride, extra_stride=sparse.extra_indices_stride)
+    return abi.DECODE.pack(values)
+
+
+def combine_launch_args(common: dict, *, o_part, lse_part, num_heads, num_tokens,
+                        num_partitions) -> tuple:
+    """The combine kernel's arguments (abi.COMBINE)."""
+    return abi.COMBINE.pack(dict(
+        {name: common[name] for name in ("attn_sink", "input_row_offsets", "scalar_args", "out", "lse")},
+        o_part=o_part, lse_part=lse_part, num_heads=num_heads, num_tokens=num_tokens,
+        num_partitions=num_partitions))
 
 
 def _device_id(x) -> int:
@@ -305,20 +315,6 @@ def _external_stream(handle: int):
         # handle (torch's .cuda_stream, MAX's stream) still needs ExternalStream.
         warnings.simplefilter("ignore", DeprecationWarning)
         return cupy.cuda.ExternalStream(handle)
-
-
-BACKENDS = ("auto", "portable", "hopper")
-
-
-def resolve_backend(backend) -> str:
-    """The requested kernel family: the argument, else MLA_CUPY_BACKEND, else auto."""
-    import os
-    if backend is None:
-        backend = os.environ.get("MLA_CUPY_BACKEND") or "auto"
-    if backend not in BACKENDS:
-        raise ValueError(f"backend: expected one of {BACKENDS} (argument or MLA_CUPY_BACKEND), "
-                         f"got {backend!r}")
-    return backend
 
 
 def _hopper_key(device_id, backend, axes) -> DecodeKey | None:

@@ -73,14 +73,14 @@ __all__ = [
     "quantize_fp8_ds_mla", "dequantize",
 ]
 
-E4M3_MAX = 448.0                 # largest finite float8_e4m3fn
-D_LATENT = 512                   # k_c: the latent ("nope") dims, also V
-D_ROPE = 64                      # k_r
-D_QK = D_LATENT + D_ROPE         # 576
-DS_MLA_TILE = 128                # latent dims per fp8_ds_mla scale
-RECORD_BYTES = {"fp8_rope_aware": 640, "fp8_ds_mla": 656}   # fp8: one byte per dim
+from . import records
+from .records import D_LATENT, D_QK, D_ROPE, E4M3_MAX  # noqa: F401 (D_ROPE, E4M3_MAX: public names)
+
+DS_MLA_TILE = records.GROUP_DIMS   # latent dims per fp8_ds_mla scale
+RECORD_BYTES = {x.value: records.row_bytes(x) for x in (records.Layout.FP8_ROPE_AWARE,
+                                                      records.Layout.FP8_DS_MLA)}   # fp8: one byte per dim
 SCALE_RULES = ("amax", "ue8m0")
-_LAYOUTS = ("bf16", "fp16", "fp8", "fp8_rope_aware", "fp8_ds_mla")   # those of SPEC §4
+_LAYOUTS = tuple(x.value for x in records.Layout)
 
 _E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 _BF16 = np.dtype(ml_dtypes.bfloat16)

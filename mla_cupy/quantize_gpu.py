@@ -16,11 +16,13 @@ import ml_dtypes
 import numpy as np
 
 from .arrays import dtype_name, to_cupy
-from .render import quantize_record_bytes
+from .render import QUANTIZE_WARPS as _WARPS
+from . import records
+from .abi import QUANTIZE
+from .records import D_LATENT, D_QK, Layout
 from .variants import QuantizeKey
 
 _IN = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-_WARPS = 8
 
 
 def _rows_in(name, x, widths, ndim=None):
@@ -45,7 +47,7 @@ def _run(target, name, x, *, per_token=False):
     if cc < key.min_sm:
         raise ValueError(f"{name}: GPU quantisation needs sm_{key.min_sm}+ (e4m3 conversions), "
                          f"device {dev} is sm_{cc}; use the NumPy functions")
-    rec = quantize_record_bytes(key)
+    rec = key.row_bytes
     lead = x.shape[:-1]
     rows = math.prod(lead)
     out = cupy.empty(lead + (rec,), dtype=np.uint8)
@@ -58,27 +60,27 @@ def _run(target, name, x, *, per_token=False):
         sig = cupy.empty(lead, dtype=np.float32) if "rope_aware" in target else None
         grid = (max(1, -(-rows // _WARPS)),)
     if rows:
-        get_kernel(key, dev)(grid, (32 * _WARPS,), (x, out, sig if sig is not None else np.uint64(0),
-                                                     np.int64(rows), np.int32(heads)))
+        get_kernel(key, dev)(grid, (32 * _WARPS,), QUANTIZE.pack(
+            {"in": x, "out": out, "sigmas": sig, "rows": rows, "num_heads": heads}))
     return out, sig
 
 
 def quantize_fp8(rows):
-    x = _rows_in("rows", rows, (576, 512))
-    return _run("fp8" if x.shape[-1] == 576 else "fp8_qk512", "rows", x)[0]
+    x = _rows_in("rows", rows, (D_QK, D_LATENT))
+    return _run("fp8" if x.shape[-1] == D_QK else "fp8_qk512", "rows", x)[0]
 
 
 def quantize_fp8_rope_aware(rows):
-    return _run("fp8_rope_aware", "rows", _rows_in("rows", rows, (576,)))
+    return _run("fp8_rope_aware", "rows", _rows_in("rows", rows, (D_QK,)))
 
 
 def quantize_q_rope_aware(q):
-    return _run("fp8_rope_aware_q", "q", _rows_in("q", q, (576,), ndim=3), per_token=True)
+    return _run("fp8_rope_aware_q", "q", _rows_in("q", q, (D_QK,), ndim=3), per_token=True)
 
 
 def quantize_fp8_ds_mla(rows, *, scale_rule="amax"):
     target = "fp8_ds_mla" if scale_rule == "amax" else "fp8_ds_mla_ue8m0"
-    return _run(target, "rows", _rows_in("rows", rows, (576,)))[0]
+    return _run(target, "rows", _rows_in("rows", rows, (D_QK,)))[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -100,25 +102,29 @@ def dequantize(rows, layout, scales=None):
 
     layout = getattr(layout, "value", layout)
     rows = cupy.ascontiguousarray(to_cupy(rows, "rows"))
-    if dtype_name(rows) not in ("uint8",):
+    if dtype_name(rows) != "uint8":
         raise TypeError(f"rows: expected uint8 record bytes, got {dtype_name(rows)}")
-    width = {"fp8": (576, 512), "fp8_rope_aware": (640,), "fp8_ds_mla": (656,)}.get(layout)
-    if width is None:
+    if layout not in ("fp8", "fp8_rope_aware", "fp8_ds_mla"):
         raise ValueError(f"layout: expected 'fp8', 'fp8_rope_aware' or 'fp8_ds_mla', got {layout!r}")
+    width = tuple(records.row_bytes(layout, d) for d in records.D_QK_CHOICES[Layout(layout)])
     if rows.shape[-1] not in width:
         raise ValueError(f"rows: expected records of {width} bytes for {layout!r}, got {list(rows.shape)}")
     if (scales is None) != (layout != "fp8_rope_aware"):
         raise ValueError(f"scales: {'required' if layout == 'fp8_rope_aware' else 'not used'} "
                          f"for layout {layout!r}")
     table = _e4m3_table(cupy.cuda.runtime.getDevice())
+    lead = rows.shape[:-1]
     if layout == "fp8":
         k = table[rows]
-        return k, k[..., :512]
-    latent = table[rows[..., :512]]
+        return k, k[..., :D_LATENT]
+    latent = table[rows[..., :D_LATENT]]
+    rope_at = records.rope_at(layout)
+    rope = _bf16_to_f32(rows[..., rope_at:rope_at + 2 * records.D_ROPE])
     if layout == "fp8_rope_aware":
         sigma = to_cupy(scales, "scales").astype(np.float32)[..., None]
-        k = cupy.concatenate([latent, _bf16_to_f32(rows[..., 512:640])], axis=-1) * sigma
-        return k, k[..., :512]
-    group = cupy.ascontiguousarray(rows[..., 512:528]).view(np.float32)     # [..., 4]
-    v = (latent.reshape(rows.shape[:-1] + (4, 128)) * group[..., None]).reshape(rows.shape[:-1] + (512,))
-    return cupy.concatenate([v, _bf16_to_f32(rows[..., 528:656])], axis=-1), v
+        k = cupy.concatenate([latent, rope], axis=-1) * sigma
+        return k, k[..., :D_LATENT]
+    at = records.scales_at(layout)
+    group = cupy.ascontiguousarray(rows[..., at:at + records.NUM_GROUPS * records.SCALE_BYTES]).view(np.float32)
+    v = (latent.reshape(lead + (records.NUM_GROUPS, records.GROUP_DIMS)) * group[..., None]).reshape(lead + (D_LATENT,))
+    return cupy.concatenate([v, rope], axis=-1), v

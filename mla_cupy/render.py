@@ -1,21 +1,44 @@
 """Render a variant key to self-contained CUDA source (no CuPy import here).
 
-Templates only set constants; the C++ picks code with ``if constexpr``.  The
-rendered text has no includes, timestamps or paths, so CuPy's disk cache (keyed
-on the full source, options, arch and NVRTC version) can never serve a stale
-binary.
+Templates set constants and C++ picks code with ``if constexpr``; Jinja only
+leaves out whole helper blocks a variant never calls.  Enums reach the
+templates by name (``constexpr Layout LAYOUT = Layout::fp8;``, rendered from
+the Python enums), record offsets from :mod:`mla_cupy.records`, parameter
+lists from :mod:`mla_cupy.abi`.  The rendered text has no includes,
+timestamps or paths, so CuPy's disk cache (keyed on the full source, options,
+arch and NVRTC version) can never serve a stale binary.
+
+Templates live in ``kernels/`` by family: ``common/`` (helpers every family
+includes), ``portable/`` (the mma.sync decode kernel), ``hopper/`` (sm_90a
+decode kernels), ``combine/``, ``quantize/``.
 """
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import pathlib
 
 import jinja2
 
+from . import abi, records
 from .variants import QUANTIZE_INPUTS, Backend, CombineKey, DecodeKey, Layout, Mask, QuantizeKey
 
-_MASK_IDS = {Mask.NULL: 0, Mask.CAUSAL: 1, Mask.SLIDING_WINDOW_CAUSAL: 2}
+DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
+HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
+COMBINE_TEMPLATE = "combine/mla_combine.cu.j2"
+QUANTIZE_TEMPLATE = "quantize/mla_quantize.cu.j2"
+COMBINE_THREADS = records.D_V // 4    # one float4 of each partial per thread
+QUANTIZE_WARPS = 8
+
+
+class QKind(str, enum.Enum):
+    """How Q rows become MMA operands in shared memory."""
+
+    SAME = "same"        # already the MMA's 16-bit type: copied (cp.async)
+    BF16 = "bf16"        # bf16 values, converted to fp16
+    E4M3 = "e4m3"        # e4m3 bytes (fp8 layout, qfp8)
+    RECORD = "record"    # the layout's own record (fp8_rope_aware)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +70,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     num_stages = 2 if key.tile_rows == 16 else 3
     num_threads = 32 * (key.tile_rows // 16) * warps_n
     row_pad = key.d_qk + 8
-    raw = key.layout not in (Layout.BF16, Layout.FP16)   # byte rows staged, then dequantised
+    raw = records.is_byte_record(key.layout)   # byte rows staged, then dequantised
     kv16_tiles = 1 if raw else num_stages
-    p_bufs = 4 if key.layout is Layout.FP8_DS_MLA else 1   # one P per latent scale group
+    p_bufs = records.NUM_GROUPS if records.scales_at(key.layout) is not None else 1   # one P per scale group
     elems = (key.tile_rows * row_pad + kv16_tiles * block_n * row_pad
              + p_bufs * key.tile_rows * (block_n + 8))
     smem = (2 * elems + (num_stages * block_n * key.row_bytes if raw else 0)
@@ -89,56 +112,69 @@ def kernels_dir() -> pathlib.Path:
 
 
 def _load_template(name: str):
-    path = kernels_dir() / name
+    """``name`` is a path under kernels/ with '/' separators (``common/mma.cuh.j2``)."""
+    path = kernels_dir().joinpath(*name.split("/"))
     if not path.is_file():
         return None
     return path.read_text(encoding="utf-8")
 
 
-def quantize_record_bytes(key: QuantizeKey) -> int:
-    """Output bytes per row of a GPU quantiser."""
-    return {"fp8": 576, "fp8_qk512": 512}.get(key.target, 656 if "ds_mla" in key.target else 640)
+def cpp_enum(cls: type[enum.Enum], type_name: str, const_name: str, value) -> str:
+    """``enum class type_name {...}; constexpr type_name const_name = type_name::value;``
+    from a Python str-enum: the members' values are the C++ enumerator names."""
+    members = ", ".join(m.value for m in cls)
+    return (f"enum class {type_name} {{ {members} }};\n"
+            f"constexpr {type_name} {const_name} = {type_name}::{cls(value).value};")
+
+
+def q_kind(key: DecodeKey) -> QKind:
+    if not records.is_byte_record(key.layout):
+        return QKind.SAME
+    if records.q_is_record(key.layout):
+        return QKind.RECORD
+    return QKind.E4M3 if key.q_fp8 else QKind.BF16
+
+
+def q_row_bytes(key: DecodeKey) -> int:
+    width = records.q_width(key.layout, key.d_qk)
+    return width if q_kind(key) in (QKind.E4M3, QKind.RECORD) else 2 * width
+
+
+def decode_template_values(key: DecodeKey) -> dict:
+    """What every decode template (any family) is rendered with."""
+    cfg = launch_config(key)
+    return dict(
+        name=key.name, layout=key.layout.value, mask=key.mask.value, sparsity=key.sparsity.value,
+        fold=key.fold, d_qk=key.d_qk, tile_rows=key.tile_rows,
+        layout_enum=cpp_enum(Layout, "Layout", "LAYOUT", key.layout),
+        mask_enum=cpp_enum(Mask, "Mask", "MASK", key.mask),
+        q_kind_enum=cpp_enum(QKind, "QKind", "Q_KIND", q_kind(key)),
+        record_constants=records.kernel_constants(key.layout, key.d_qk),
+        q_row_bytes=q_row_bytes(key), decode_params=abi.DECODE.signature(),
+        raw=records.is_byte_record(key.layout), is_fp16=key.layout is not Layout.BF16,
+        group_scale=records.scales_at(key.layout) is not None,
+        sparse=key.sparsity.value == "sparse",
+        block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
+        smem_bytes=cfg.smem_bytes)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey) -> str:
     """CUDA source of one variant; its single ``extern "C"`` kernel is ``key.name``."""
     env = _environment()
     if isinstance(key, QuantizeKey):
-        target = key.target
-        return env.get_template("mla_quantize.cu.j2").render(
-            name=key.name, target=target, in_dtype=key.in_dtype,
-            target_id=0 if target.startswith("fp8_qk") or target == "fp8"
-            else 1 if target.startswith("fp8_rope_aware") else 2,
-            per_token=target == "fp8_rope_aware_q", ue8m0=target.endswith("ue8m0"),
-            in_kind=QUANTIZE_INPUTS.index(key.in_dtype), d=512 if target == "fp8_qk512" else 576,
-            rec_bytes=quantize_record_bytes(key))
+        in_enum = enum.Enum("In", {x: x for x in QUANTIZE_INPUTS}, type=str)
+        return env.get_template(QUANTIZE_TEMPLATE).render(
+            name=key.name, target=key.target, in_dtype=key.in_dtype,
+            layout_enum=cpp_enum(Layout, "Layout", "LAYOUT", key.layout),
+            record_constants=records.kernel_constants(key.layout, key.d_in),
+            in_enum=cpp_enum(in_enum, "In", "IN", key.in_dtype), d_in=key.d_in,
+            per_token=key.target == "fp8_rope_aware_q", ue8m0=key.target.endswith("ue8m0"),
+            warps=QUANTIZE_WARPS, quantize_params=abi.QUANTIZE.signature())
     if isinstance(key, CombineKey):
-        return env.get_template("mla_combine.cu.j2").render(
-            name=key.name, is_fp16=key.out_dtype == "fp16")
-    cfg = launch_config(key)
+        return env.get_template(COMBINE_TEMPLATE).render(
+            name=key.name, is_fp16=key.out_dtype == "fp16", d_v=records.D_V,
+            num_threads=COMBINE_THREADS, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:
-        return env.get_template("hopper/mla_decode_wgmma.cu.j2").render(
-            name=key.name, is_fp16=key.layout is Layout.FP16, d_qk=key.d_qk,
-            mma_type="f16" if key.layout is Layout.FP16 else "bf16",
-            mask_name=key.mask.value, mask_id=_MASK_IDS[key.mask], smem_bytes=cfg.smem_bytes,
-            block_n=cfg.block_n, num_stages=cfg.num_stages)
-    return env.get_template("mla_decode.cu.j2").render(
-        name=key.name, layout=key.layout.value, layout_id=list(Layout).index(key.layout),
-        row_bytes=key.row_bytes, q_kind=_q_kind(key), q_row_bytes=_q_row_bytes(key),
-        mask_name=key.mask.value, mask_id=_MASK_IDS[key.mask], sparsity=key.sparsity.value,
-        fold=key.fold, is_fp16=key.layout is not Layout.BF16, d_qk=key.d_qk,
-        tile_rows=key.tile_rows, block_n=cfg.block_n, num_stages=cfg.num_stages,
-        warps_n=cfg.warps_n, smem_bytes=cfg.smem_bytes)
-
-
-def _q_kind(key: DecodeKey) -> int:
-    """How Q rows reach shared memory (see Q_KIND in mla_decode.cu.j2)."""
-    if key.layout in (Layout.BF16, Layout.FP16):
-        return 0
-    if key.layout is Layout.FP8_ROPE_AWARE:
-        return 3
-    return 2 if key.q_fp8 else 1
-
-
-def _q_row_bytes(key: DecodeKey) -> int:
-    return {0: 2 * key.d_qk, 1: 2 * key.d_qk, 2: key.d_qk, 3: 640}[_q_kind(key)]
+        return env.get_template(HOPPER_DECODE_TEMPLATE).render(
+            **decode_template_values(key), mma_type="f16" if key.layout is Layout.FP16 else "bf16")
+    return env.get_template(DECODE_TEMPLATE).render(**decode_template_values(key))

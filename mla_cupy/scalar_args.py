@@ -69,12 +69,29 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
             sparse_mla=sparse_mla, indices_stride=indices_stride,
             extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
             window=window, sm_count=sm_count_of_current_device(),
-            resident_ctas=resident_ctas(layout))
+            resident_ctas=resident_ctas(layout),
+            tile_rows=64 if _hopper_plan(layout, sparse_mla) else None)
     check_num_partitions(num_partitions)
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
         raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
     return ScalarArgs(cupy.asarray(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+
+
+def _hopper_plan(layout: str, sparse_mla: bool) -> bool:
+    """Whether the call will run the Hopper family (what the dispatcher picks
+    on the current device with backend 'auto' or 'hopper')."""
+    from .variants import Layout, resolve_backend
+    if sparse_mla or layout not in (Layout.BF16.value, Layout.FP16.value):
+        return False
+    if resolve_backend() == "portable":
+        return False
+    try:
+        from .compiler import device_arch
+        from cupy.cuda import runtime
+        return device_arch(runtime.getDevice()) == "sm_90a"
+    except Exception:   # no GPU (CPU tests, CLI)
+        return False
 
 
 def check_num_partitions(num_partitions) -> None:

@@ -7,7 +7,7 @@ leave SMs idle; too many splits cost partial writes and a combine pass.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from .variants import TILE_ROWS
 
@@ -52,12 +52,42 @@ def ctas_per_sm(smem_per_cta: int, smem_per_sm: int = H200_SMEM_PER_SM) -> int:
     return smem_per_sm // (smem_per_cta + RESERVED_SMEM_PER_CTA)
 
 
+class RowTiling(NamedTuple):
+    """How blockIdx.x covers the query rows r = i * H + h of a sequence.
+
+    The rows fall into row groups of ``group_rows`` (a token's heads when each
+    token has its own index row: sparse without fold; else all q_max_seq_len x H
+    rows), each cut into ``group_tiles`` tiles of ``tile_rows``: CTA x computes
+    rows ``g * group_rows + j * tile_rows ..`` of group g = x / group_tiles, tile
+    j = x % group_tiles, clipped to its group and the sequence (the kernel's
+    ``cta_rows``, which reads group_rows and group_tiles from its arguments)."""
+
+    tile_rows: int
+    group_rows: int
+    group_tiles: int
+    grid_x: int
+
+
+def row_tiling(q_max_seq_len: int, num_heads: int, *, per_token: bool,
+               tile_rows: int | None = None) -> RowTiling:
+    """The row->CTA mapping, host side; ``tile_rows`` defaults to the smallest
+    tile that holds a row group (``tile_rows_for``)."""
+    group_rows = num_heads if per_token else q_max_seq_len * num_heads
+    if tile_rows is None:
+        tile_rows = tile_rows_for(group_rows)
+    group_tiles = math.ceil(group_rows / tile_rows)
+    return RowTiling(tile_rows, group_rows, group_tiles,
+                     group_tiles * (q_max_seq_len if per_token else 1))
+
+
+
 def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
                           max_cache_length: int, *, sparse_mla: bool = False,
                           indices_stride: int = 0, extra_indices_stride: int = 0,
                           fold_shared_index: bool = False, window: int | None = None,
                           sm_count: int = H200_SMS,
-                          resident_ctas: Mapping[int, int] = H200_RESIDENT_CTAS) -> int:
+                          resident_ctas: Mapping[int, int] = H200_RESIDENT_CTAS,
+                          tile_rows: int | None = None) -> int:
     """Number of key splits per sequence.
 
     ``sm_count`` and ``resident_ctas`` describe the device: the latter maps
@@ -85,7 +115,11 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
     at 8K keys fill its 108 slots exactly (P=1) but only 108 of an H200's 264
     (P=7).
     The cache layout changes bytes per key, which moves every P alike; it
-    enters only through ``resident_ctas``.
+    enters only through ``resident_ctas``.  ``tile_rows`` fixes the tile (the
+    Hopper family: 64 rows, whatever the row count); on the H200 that model
+    picks the best of the P measured there (tools/results/NOTES.md): 1 for
+    128 x 16 and 128 x 128 heads, 2 for 32 x 128, 16 for 8 x 16, 64 for one
+    sequence of 128 heads.
     """
     for name, v in (("batch_size", batch_size), ("num_heads", num_heads),
                     ("q_max_seq_len", q_max_seq_len), ("max_cache_length", max_cache_length),
@@ -106,7 +140,9 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
         return 1
     tokens_per_tile = q_max_seq_len if (fold_shared_index or not sparse_mla) else 1
     rows = tokens_per_tile * num_heads
-    tile = _fitting_tile(tile_rows_for(rows), resident_ctas)
+    # The Hopper family always runs 64-row tiles (tile_rows=64); the portable
+    # one the smallest tile that holds a CTA's rows and fits the device.
+    tile = tile_rows if tile_rows is not None else _fitting_tile(tile_rows_for(rows), resident_ctas)
     if sparse_mla:
         # Each token a CTA holds brings its own extra slots (the kernel's slot axis).
         tokens_per_cta = min(tokens_per_tile, math.ceil(tile / num_heads))
@@ -116,7 +152,8 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
         keys = max_cache_length + q_max_seq_len
         if window is not None:
             keys = min(keys, window + q_max_seq_len - 1)
-    row_tiles = math.ceil(rows / tile) * (1 if tokens_per_tile == q_max_seq_len else q_max_seq_len)
+    row_tiles = row_tiling(q_max_seq_len, num_heads, per_token=tokens_per_tile != q_max_seq_len,
+                           tile_rows=tile).grid_x
     slots = max(1, sm_count) * resident_ctas[tile]
     base = batch_size * row_tiles
     key_tiles = max(1, math.ceil(keys / KEYS_PER_TILE))

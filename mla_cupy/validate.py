@@ -12,17 +12,19 @@ import numbers
 from typing import Any
 
 from .arrays import dtype_name, is_device_array
-from .variants import D_V, Layout, Mask
+from .records import BYTE_DTYPES, D_V, Layout, output_dtype, q_dtypes, q_width
+from .variants import Mask
 
 MAX_HEADS = 128
 
 
-def check_device_array(name, x, *, dtypes, ndim=None, shape=None):
+def check_device_array(name, x, *, dtypes=None, ndim=None, shape=None):
+    """A C-contiguous CUDA array; dtypes/ndim/shape are checked when given."""
     if x is None or not (is_device_array(x)):
         got = "None" if x is None else type(x).__name__
         raise TypeError(f"{name}: expected a CUDA array (CuPy array or torch CUDA tensor), got {got}")
     dt = dtype_name(x)
-    if dt not in dtypes:
+    if dtypes is not None and dt not in dtypes:
         raise TypeError(f"{name}: expected dtype {' or '.join(dtypes)}, got {dt}")
     if ndim is not None and len(x.shape) != ndim:
         raise ValueError(f"{name}: expected {ndim} dimensions, got shape {list(x.shape)}")
@@ -72,24 +74,9 @@ def check_mask(mask_str, local_window_size) -> Mask:
     return mask
 
 
-def q_dtypes(layout: Layout) -> tuple[str, ...]:
-    return {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",),
-            Layout.FP8: ("bfloat16", "uint8", "float8_e4m3fn"),
-            Layout.FP8_ROPE_AWARE: ("uint8", "float8_e4m3fn"),
-            Layout.FP8_DS_MLA: ("bfloat16",)}[layout]
-
-
-def q_width(layout: Layout, d_qk: int) -> int:
-    return 640 if layout is Layout.FP8_ROPE_AWARE else d_qk
-
-
-def cache_dtypes(layout: Layout) -> tuple[str, ...]:
-    return {Layout.BF16: ("bfloat16",), Layout.FP16: ("float16",)}.get(layout, ("uint8", "float8_e4m3fn"))
-
-
 def check_q_scale(q_scale, q, layout: Layout, num_tokens: int) -> bool:
     """Validate q_scale_ptr; returns whether q holds e4m3 bytes (the 'qfp8' variant)."""
-    q_bytes = dtype_name(q) in ("uint8", "float8_e4m3fn")
+    q_bytes = dtype_name(q) in BYTE_DTYPES
     if q_scale is not None:
         if layout not in (Layout.FP8, Layout.FP8_ROPE_AWARE):
             raise ValueError(f"q_scale_ptr: only used with layouts 'fp8' and 'fp8_rope_aware', "
@@ -99,22 +86,20 @@ def check_q_scale(q_scale, q, layout: Layout, num_tokens: int) -> bool:
 
 
 def check_cache_scales(name, kv, extra_scales=None):
-    """Per-token scales of a rope-aware cache: its own, else extra_scales_ptr."""
+    """Per-token scales of a rope-aware cache: its own (PagedKVCollection checked
+    their shape and dtype), else ``extra_scales`` (extra_scales_ptr, checked
+    here by the same rule); either must be a CUDA array."""
     if kv.layout is not Layout.FP8_ROPE_AWARE:
         return None
-    scales = kv.scales if kv.scales is not None else extra_scales
+    scales = kv.scales
     if scales is None:
-        raise ValueError(f"{name}: layout 'fp8_rope_aware' needs per-token scales "
-                         f"[num_blocks, num_layers, page_size] float32, got None")
-    want = tuple(kv.blocks.shape[:3])
-    if len(scales.shape) == 2 and want[1] == 1:
-        scales = scales.reshape(want)
-    check_device_array(name, scales, dtypes=("float32",), shape=want)
+        if extra_scales is None:
+            raise ValueError(f"{name}: layout 'fp8_rope_aware' needs per-token scales "
+                             f"[num_blocks, num_layers, page_size] float32, got None")
+        from .cache import check_scales
+        scales = check_scales(extra_scales, kv.blocks, kv.layout, name)
+    check_device_array(name, scales)
     return scales
-
-
-def output_dtype(layout: Layout) -> str:
-    return "float16" if layout is Layout.FP16 else "bfloat16"
 
 
 def check_q(q, layout: Layout, d_qk: int):

@@ -17,13 +17,7 @@ import enum
 import itertools
 import re
 
-
-class Layout(str, enum.Enum):
-    BF16 = "bf16"
-    FP16 = "fp16"
-    FP8 = "fp8"
-    FP8_ROPE_AWARE = "fp8_rope_aware"
-    FP8_DS_MLA = "fp8_ds_mla"
+from .records import D_QK, D_ROPE, D_V, ROW_BYTES, Layout, output_dtype_name  # noqa: F401 (re-exported)
 
 
 class Mask(str, enum.Enum):
@@ -44,23 +38,8 @@ class Backend(str, enum.Enum):
     HOPPER = "hopper"
 
 
-D_V = 512          # output width: V is the first 512 dims of every cached row
-D_ROPE = 64
+
 TILE_ROWS = (64, 32, 16)   # rows (heads x tokens) per tile; first is the default
-
-# Bytes of one cached row, by layout and D_qk.
-ROW_BYTES = {
-    (Layout.BF16, 576): 1152, (Layout.BF16, 512): 1024,
-    (Layout.FP16, 576): 1152, (Layout.FP16, 512): 1024,
-    (Layout.FP8, 576): 576, (Layout.FP8, 512): 512,
-    (Layout.FP8_ROPE_AWARE, 576): 640,
-    (Layout.FP8_DS_MLA, 576): 656,
-}
-
-
-def output_dtype_name(layout: Layout) -> str:
-    """fp16 caches produce fp16 output, every other layout bf16 (SPEC §3)."""
-    return "fp16" if Layout(layout) is Layout.FP16 else "bf16"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +50,7 @@ class DecodeKey:
     mask: Mask = Mask.CAUSAL
     sparsity: Sparsity = Sparsity.DENSE
     fold: bool = False
-    d_qk: int = 576
+    d_qk: int = D_QK
     q_fp8: bool = False
     tile_rows: int = 64
     backend: Backend = Backend.PORTABLE
@@ -88,7 +67,7 @@ class DecodeKey:
     def name(self) -> str:
         n = (f"mla_decode_{self.layout.value}_{self.mask.value}_"
              f"{self.sparsity.value}_fold{int(self.fold)}")
-        if self.d_qk != 576:
+        if self.d_qk != D_QK:
             n += f"_qk{self.d_qk}"
         if self.q_fp8:
             n += "_qfp8"
@@ -153,6 +132,20 @@ class QuantizeKey:
         return f"mla_quantize_{self.target}_{self.in_dtype}"
 
     @property
+    def layout(self) -> Layout:
+        """The record format written: fp8, fp8_rope_aware (rows and queries) or fp8_ds_mla."""
+        return Layout(self.target.removesuffix("_q").removesuffix("_ue8m0").removesuffix("_qk512"))
+
+    @property
+    def d_in(self) -> int:
+        """Input row width: 576, or 512 for ``fp8_qk512`` (a model without rope)."""
+        return D_V if self.target.endswith("_qk512") else D_QK
+
+    @property
+    def row_bytes(self) -> int:
+        return ROW_BYTES[(self.layout, self.d_in)]
+
+    @property
     def min_sm(self) -> int:
         """cvt to e4m3 exists from sm_89 (Ada, Hopper) on."""
         return 89
@@ -180,6 +173,21 @@ def check(key: DecodeKey) -> None:
                          f"got {key.layout.value} {key.sparsity.value} tile_rows={key.tile_rows}")
 
 
+BACKENDS = ("auto", "portable", "hopper")
+
+
+def resolve_backend(backend=None) -> str:
+    """The requested kernel family: the argument, else MLA_CUPY_BACKEND, else
+    ``"auto"`` (Hopper kernels on sm_90 where they apply, portable elsewhere)."""
+    import os
+    if backend is None:
+        backend = os.environ.get("MLA_CUPY_BACKEND") or "auto"
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {BACKENDS} (argument or MLA_CUPY_BACKEND), "
+                         f"got {backend!r}")
+    return backend
+
+
 def hopper_supports(key: DecodeKey) -> bool:
     """Which variants the wgmma family implements (the rest stay portable)."""
     return (key.layout in (Layout.BF16, Layout.FP16) and key.sparsity is Sparsity.DENSE
@@ -202,7 +210,7 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey:
     m = _DECODE_RE.fullmatch(name)
     if m:
         key = DecodeKey(layout=m["layout"], mask=m["mask"], sparsity=m["sparsity"],
-                        fold=m["fold"] == "1", d_qk=int(m["d_qk"] or 576),
+                        fold=m["fold"] == "1", d_qk=int(m["d_qk"] or D_QK),
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
                         backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE)
         if key.name != name:  # e.g. an explicit default suffix such as _m64
@@ -221,7 +229,7 @@ def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
     """Every valid key in a stable order (decode, combine, then quantise kernels)."""
     keys: list = []
     for backend, layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
-            Backend, Layout, Mask, Sparsity, (False, True), (576, 512), (False, True), TILE_ROWS):
+            Backend, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS):
         try:
             key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend)
         except ValueError:

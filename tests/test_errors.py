@@ -109,7 +109,7 @@ class PastValidation(Exception):
 def past_validation(monkeypatch):
     def stop(*a, **k):
         raise PastValidation
-    for name in ("_device_id", "_as_cupy_stream", "get_kernel", "_launch_args", "_workspace",
+    for name in ("_device_id", "_as_cupy_stream", "get_kernel", "_common_args", "_workspace",
                  "_fitting_key"):
         monkeypatch.setattr(dispatch, name, stop)
 
@@ -160,6 +160,13 @@ def test_baseline_passes_validation(past_validation):
          d_indices=fake([T, 8], np.int32),
          extra_k=make_kv(page_size=2, blocks=fake([5, 1, 2, 640], np.uint8)),
          extra_d_indices=fake([T, 4], np.int32), extra_scales_ptr=fake([5, 1, 2], np.float32)),
+    # ... given 2-D, as for a one-layer cache (PagedKVCollection's rule)
+    dict(kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
+                               scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
+         q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True, sparse_mla=True,
+         d_indices=fake([T, 8], np.int32),
+         extra_k=make_kv(page_size=2, blocks=fake([5, 1, 2, 640], np.uint8)),
+         extra_d_indices=fake([T, 4], np.int32), extra_scales_ptr=fake([5, 2], np.float32)),
 ], ids=lambda d: ",".join(d))
 def test_valid_variations_pass_validation(past_validation, extra):
     """Guards against the error cases passing for the wrong reason."""
@@ -387,8 +394,10 @@ CASES = [
      "per_token_scale_rope_aware"),
     ("q_scale_ptr_on_bf16", _set(q_scale_ptr=fake([T], np.float32)), ValueError, "q_scale_ptr"),
     ("rope_aware_without_scales", _rope_aware(scales=None), ValueError, "kv_collection.scales"),
-    ("rope_aware_scales_float16", _rope_aware(scales=fake([NUM_BLOCKS, 1, PAGE], np.float16)),
-     TypeError, "scales"),
+    # PagedKVCollection checks the scales' shape and dtype (and takes NumPy for
+    # the reference); the dispatcher adds only that they are on the GPU
+    ("rope_aware_scales_on_host", _rope_aware(scales=np.ones([NUM_BLOCKS, 1, PAGE], np.float32)),
+     TypeError, "kv_collection.scales"),
     ("rope_aware_q_576", _rope_aware(q=fake([T, H, 576], np.uint8)), ValueError, "q"),
     ("rope_aware_q_scale_shape", _rope_aware(q_scale_ptr=fake([T + 1], np.float32)), ValueError,
      "q_scale_ptr"),
@@ -482,6 +491,15 @@ CASES = [
                         scales=fake([5, 1, 2], np.float32)),
         extra_d_indices=fake([T, 4], np.int32), extra_scales_ptr=fake([5, 1, 2], np.float32)),
      ValueError, "extra_scales_ptr"),
+    *[(f"rope_aware_extra_scales_{label}", (lambda sc: lambda a: a.update(
+        kv_collection=make_kv(blocks=fake([NUM_BLOCKS, 1, PAGE, 640], np.uint8),
+                              scales=fake([NUM_BLOCKS, 1, PAGE], np.float32)),
+        q=fake([T, H, 640], np.uint8), per_token_scale_rope_aware=True, sparse_mla=True,
+        d_indices=fake([T, 8], np.int32), extra_k=make_kv(page_size=2, blocks=fake([5, 1, 2, 640], np.uint8)),
+        extra_d_indices=fake([T, 4], np.int32), extra_scales_ptr=sc))(scales), exc, "extra_scales_ptr")
+      for label, scales, exc in (("float16", fake([5, 1, 2], np.float16), TypeError),
+                                 ("wrong_shape", fake([5, 1, 3], np.float32), ValueError),
+                                 ("on_host", np.ones([5, 1, 2], np.float32), TypeError))],
     ("sparse_extra_scales_on_bf16", _sparse(extra_k=make_kv(), extra_d_indices=EXTRA_IDX,
                                             extra_scales_ptr=fake([8], np.float32)),
      ValueError, "extra_scales_ptr"),

@@ -1,0 +1,151 @@
+"""Kernel ABIs: each kernel's parameter list, defined once (no CuPy import).
+
+A table of :class:`Param` renders the ``extern "C"`` parameter list into the
+templates (``{{ decode_params }}``, ``{{ combine_params }}``,
+``{{ quantize_params }}``) and packs the launch arguments from a dict keyed by
+the same names (:meth:`Abi.pack`), so the order, count and types of what the
+host passes cannot drift from what a kernel declares.  Every decode family (the
+portable mma.sync kernel, a Hopper kernel) takes ``DECODE``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+# C scalar type -> the NumPy scalar CuPy passes by value.  Pointers travel as
+# device arrays, or as a null np.uint64(0).
+_SCALARS = {"int": np.int32, "i64": np.int64, "float": np.float32}
+NULL = np.uint64(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: str            # C type as the kernel declares it; pointers end in '*'
+    doc: str              # shape or meaning, and where the host value comes from
+    nullable: bool = False   # pointers only: may be null (unused by this launch)
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.ctype.endswith("*")
+
+    @property
+    def host_type(self):
+        """NumPy scalar type of a by-value parameter (None for a pointer)."""
+        return None if self.is_pointer else _SCALARS[self.ctype]
+
+
+class Abi:
+    """One kernel's parameters in signature order."""
+
+    def __init__(self, kernel: str, params: tuple[Param, ...]):
+        names = [p.name for p in params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{kernel}: duplicate parameter names in {names}")
+        for p in params:
+            if not p.is_pointer and p.ctype not in _SCALARS:
+                raise ValueError(f"{kernel}.{p.name}: C type {p.ctype!r} has no host scalar type")
+            if p.nullable and not p.is_pointer:
+                raise ValueError(f"{kernel}.{p.name}: only pointers can be null")
+        self.kernel, self.params = kernel, tuple(params)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def signature(self) -> str:
+        """The C parameter list, one parameter per line with its doc comment."""
+        lines = []
+        for i, p in enumerate(self.params):
+            decl = f"{p.ctype} __restrict__ {p.name}" if p.is_pointer else f"{p.ctype} {p.name}"
+            comma = "," if i + 1 < len(self.params) else ""
+            lines.append(f"    {decl}{comma}   // {p.doc}")
+        return "\n".join(lines)
+
+    def pack(self, values: dict) -> tuple:
+        """Launch arguments in signature order from ``{name: value}``; a missing
+        or extra name, or None for a pointer that must not be null, is an error."""
+        missing = [n for n in self.names if n not in values]
+        extra = sorted(set(values) - set(self.names))
+        if missing or extra:
+            raise ValueError(f"{self.kernel} arguments: expected exactly {list(self.names)}, "
+                             f"got {len(missing)} missing {missing} and {len(extra)} extra {extra}")
+        args = []
+        for p in self.params:
+            v = values[p.name]
+            if p.is_pointer:
+                if v is None:
+                    if not p.nullable:
+                        raise ValueError(f"{self.kernel} argument {p.name}: expected a device "
+                                         f"array ({p.doc}), got None")
+                    v = NULL
+            else:
+                v = p.host_type(v)
+            args.append(v)
+        return tuple(args)
+
+
+P = Param
+DECODE = Abi("mla_decode", (
+    P("q", "const unsigned char*", "[T, H, Q_ROW_BYTES]"),
+    P("input_row_offsets", "const u32*", "[B + 1] token offsets of the sequences"),
+    P("blocks", "const unsigned char*", "[num_blocks, num_layers, page_size, ROW_BYTES] kv_collection.blocks"),
+    P("lookup_table", "const u32*", "[B, lookup_stride] page ids"),
+    P("cache_lengths", "const u32*", "[B]"),
+    P("attn_sink", "const float*", "[H] natural-log units, or null", nullable=True),
+    P("scalar_args", "const i64*", "[batch_size, q_max_seq_len, num_partitions]; only batch_size is read"),
+    P("out", "u16*", "[T, H, D_V] (one partition)"),
+    P("lse", "float*", "[T, H] or null (one partition)", nullable=True),
+    P("o_part", "float*", "[P, T, H, D_V] workspace (several partitions)", nullable=True),
+    P("lse_part", "float*", "[P, T, H] workspace (several partitions)", nullable=True),
+    P("num_heads", "int", "H"),
+    P("num_layers", "int", "kv_collection.num_layers"),
+    P("layer_idx", "int", "layer of the cache to read"),
+    P("page_size", "int", "kv_collection.page_size"),
+    P("lookup_stride", "int", "lookup_table.shape[1]"),
+    P("window", "int", "sliding-window length (sliding_window_causal), else 0"),
+    P("num_tokens", "int", "T"),
+    P("scale_log2", "float", "softmax scale * log2(e)"),
+    P("group_rows", "int", "query rows per row group (schedule.row_tiling)"),
+    P("group_tiles", "int", "CTAs (row tiles) per row group (schedule.row_tiling)"),
+    # sparse mode (null / 0 when dense)
+    P("d_indices", "const int*", "[T, indices_stride] encoded rows block * page_size + slot", nullable=True),
+    P("topk_lengths", "const int*", "[B] or null", nullable=True),
+    P("logical_indices", "const int*", "[T, indices_stride] or null", nullable=True),
+    P("extra_blocks", "const unsigned char*",
+      "[extra_num_blocks, extra_num_layers, extra_page_size, ROW_BYTES] extra_k.blocks", nullable=True),
+    P("extra_d_indices", "const int*", "[T, extra_stride]", nullable=True),
+    P("extra_topk_lengths", "const int*", "[B] or null", nullable=True),
+    P("indices_stride", "int", "d_indices.shape[1]"),
+    P("extra_stride", "int", "extra_d_indices.shape[1]"),
+    P("extra_page_size", "int", "extra_k.page_size (1 without extra_k)"),
+    P("extra_num_layers", "int", "extra_k.num_layers (1 without extra_k)"),
+    P("main_rows_total", "i64", "num_blocks * page_size of the main cache"),
+    P("extra_rows_total", "i64", "num_blocks * page_size of extra_k (0 without)"),
+    # fp8 layouts
+    P("q_scale", "const float*", "[T] per-token sigma_Q, or null", nullable=True),
+    P("scales", "const float*", "[num_blocks, num_layers, page_size] sigma (fp8_rope_aware)", nullable=True),
+    P("extra_scales", "const float*", "the extra stream's sigma, likewise", nullable=True),
+))
+
+COMBINE = Abi("mla_combine", (
+    P("o_part", "const float*", "[P, T, H, D_V]"),
+    P("lse_part", "const float*", "[P, T, H]"),
+    P("attn_sink", "const float*", "[H] or null", nullable=True),
+    P("input_row_offsets", "const u32*", "[B + 1]"),
+    P("scalar_args", "const i64*", "[batch_size, q_max_seq_len, num_partitions]"),
+    P("out", "u16*", "[T, H, D_V]"),
+    P("lse", "float*", "[T, H] or null", nullable=True),
+    P("num_heads", "int", "H"),
+    P("num_tokens", "int", "T"),
+    P("num_partitions", "int", "P"),
+))
+
+QUANTIZE = Abi("mla_quantize", (
+    P("in", "const void*", "[rows, D] (queries: [T, H, D])"),
+    P("out", "unsigned char*", "[rows, ROW_BYTES]"),
+    P("sigmas", "float*", "[rows] (rope-aware) / [T] (queries), or null", nullable=True),
+    P("rows", "i64", "rows to quantise"),
+    P("num_heads", "int", "H (queries), else 1"),
+))
