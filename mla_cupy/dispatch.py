@@ -150,14 +150,16 @@ def generic_flare_mla_decode_kv_cache_ragged(
 
 def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
                window=None, attn_sink=None, num_partitions=None, return_lse=False, out=None,
-               q_max_seq_len=None, stream=None, **sparse_and_fp8_args):
+               lse=None, q_max_seq_len=None, stream=None, **sparse_and_fp8_args):
     """Convenient MLA decode: allocates ``out`` (CuPy, or torch when q is torch),
     packs the scalar args and returns ``out`` or ``(out, lse)``.
 
     ``scale`` defaults to ``D_qk ** -0.5``; ``window`` is the sliding-window
     length for ``mask="sliding_window_causal"``.  ``q_max_seq_len`` (the most
     query tokens of any sequence) is read from ``input_row_offsets`` when not
-    given; pass it to avoid that device-to-host copy.  Further keyword
+    given; pass it to avoid that device-to-host copy.  ``lse``: a caller's float32
+    ``[T, H]`` buffer to write the LSE into (allocated when None and
+    ``return_lse``).  Further keyword
     arguments go to :func:`generic_flare_mla_decode_kv_cache_ragged`.
     """
     import cupy
@@ -181,7 +183,8 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     torch_io = is_torch(q)
     if out is None:
         out = _empty_like_io(q, (num_tokens, num_heads, D_V), out_dt, torch_io)
-    lse = _empty_like_io(q, (num_tokens, num_heads), "float32", torch_io) if return_lse else None
+    if lse is None and return_lse:
+        lse = _empty_like_io(q, (num_tokens, num_heads), "float32", torch_io)
     kw = sparse_and_fp8_args
     for idx_name, stride_name in (("d_indices", "indices_stride"),
                                   ("extra_d_indices", "extra_indices_stride")):

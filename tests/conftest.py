@@ -1,5 +1,7 @@
 import os
+import secrets
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -28,6 +30,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+SEED_ENV = "MLA_CUPY_SEED"
+
+
+@pytest.fixture
+def rng(request):
+    """A generator with a fresh seed per test (``MLA_CUPY_SEED`` fixes it); a failing
+    test's report names the seed (pytest_runtest_makereport below)."""
+    seed = int(os.environ[SEED_ENV]) if os.environ.get(SEED_ENV) else secrets.randbits(63)
+    request.node.mla_cupy_seed = seed
+    return np.random.default_rng(seed)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    seed = getattr(item, "mla_cupy_seed", None)
+    if report.failed and seed is not None:
+        report.sections.append(
+            ("seed", f"{SEED_ENV}={seed} python3 -m pytest '{item.nodeid}'  # replays this test"))
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,35 @@
-"""Every variant renders and NVRTC-compiles without a GPU, for
-sm_90a and sm_80, with no register spills and within the shared-memory limit."""
+"""Every variant renders and NVRTC-compiles without a GPU, for sm_90a and sm_80,
+with no register spills; the decode kernels' resources fit the launch the host
+makes (launch_config) on each target."""
+import dataclasses
+import math
+
 import pytest
 
 from mla_cupy.compiler import compile_offline
 from mla_cupy.render import launch_config, render
-from mla_cupy.variants import DecodeKey, QuantizeKey, all_variants
+from mla_cupy.variants import TILE_ROWS, DecodeKey, QuantizeKey, all_variants
 
 VARIANTS = all_variants()
+
+# Per-SM and per-block resources of the targets (CUDA C Programming Guide,
+# "Technical Specifications per Compute Capability"), written out here as the
+# independent side of the checks below.
+REGISTERS_PER_SM = 65536
+REGISTER_GRANULE = 8        # registers per thread are allocated in multiples of 8 (256 per warp)
+RESERVED_SMEM_PER_CTA = 1024
+SMEM = {"sm_90a": dict(per_block=227 * 1024, per_sm=228 * 1024),
+        "sm_80": dict(per_block=163 * 1024, per_sm=164 * 1024)}
+
+
+def registers_per_cta(registers: int, threads: int) -> int:
+    return math.ceil(registers / REGISTER_GRANULE) * REGISTER_GRANULE * threads
+
+
+def resident_ctas(registers: int, threads: int, smem: int, arch: str) -> int:
+    """CTAs of one kernel that fit on an SM at once, by registers and shared memory."""
+    by_smem = SMEM[arch]["per_sm"] // (smem + RESERVED_SMEM_PER_CTA)
+    return min(REGISTERS_PER_SM // registers_per_cta(registers, threads), by_smem)
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
@@ -21,9 +44,26 @@ def test_compiles_without_spills(key, arch):
     # pipeline stage; C7511: too few registers) would silently cost the
     # Hopper family its overlap.
     assert "C7515" not in res.log and "C7511" not in res.log, res.log
-    assert res.registers <= 255
-    if isinstance(key, DecodeKey):
-        assert res.dynamic_smem == launch_config(key).smem_bytes <= 227 * 1024
+    if not isinstance(key, DecodeKey):
+        return
+    cfg = launch_config(key)
+    smem = res.static_smem + cfg.smem_bytes
+    # The kernel computes its shared-memory carve-up itself and static_asserts it
+    # equals launch_config's; that this compiled proves they agree.
+    assert f"static_assert(SMEM_BYTES == {cfg.smem_bytes}," in render(key)
+    # A launch with launch_config's threads must find the registers ptxas used; this
+    # fails when the host launches more threads than __launch_bounds__ budgeted for.
+    assert registers_per_cta(res.registers, cfg.num_threads) <= REGISTERS_PER_SM, res.line()
+    if smem > SMEM[arch]["per_block"]:
+        # Too big for this target (64-row tiles on an A100): the dispatcher falls back
+        # to the largest smaller tile that fits, so one must.
+        smaller = [r for r in TILE_ROWS if r < key.tile_rows]
+        fits = [r for r in smaller if res.static_smem + launch_config(
+            dataclasses.replace(key, tile_rows=r)).smem_bytes <= SMEM[arch]["per_block"]]
+        assert fits, f"{key.name}: {smem} B of shared memory and no smaller tile fits {arch}"
+    elif key.tile_rows == 16 and arch == "sm_90a":
+        # launch_config keeps 16-row tiles at 2 stages so that two CTAs share an SM
+        assert resident_ctas(res.registers, cfg.num_threads, smem, arch) >= 2, res.line()
 
 
 @pytest.mark.parametrize("key", VARIANTS, ids=lambda k: k.name)

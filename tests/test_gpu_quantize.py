@@ -25,9 +25,8 @@ def _rows(rng, shape, dtype):
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("fmt", ["fp8", "fp8_qk512", "fp8_rope_aware", "fp8_ds_mla", "fp8_ds_mla_ue8m0"])
-def test_gpu_bytes_equal_numpy(fmt, dtype):
+def test_gpu_bytes_equal_numpy(rng, fmt, dtype):
     import cupy
-    rng = np.random.default_rng()
     width = 512 if fmt == "fp8_qk512" else 576
     x = _rows(rng, (3, 37, width), dtype)
     if dtype == "fp16":   # keep fp16 finite
@@ -53,9 +52,8 @@ def test_gpu_bytes_equal_numpy(fmt, dtype):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-def test_gpu_query_rope_aware_equals_numpy(dtype):
+def test_gpu_query_rope_aware_equals_numpy(rng, dtype):
     import cupy
-    rng = np.random.default_rng()
     q = _rows(rng, (5, 20, 576), dtype)
     if dtype == "fp16":
         q = np.clip(q.astype(np.float32), -6e4, 6e4).astype(np.float16)
@@ -63,14 +61,13 @@ def test_gpu_query_rope_aware_equals_numpy(dtype):
     assert np.array_equal(gs.get(), ws) and np.array_equal(g.get(), w)
 
 
-def test_gpu_quantised_cache_decodes_like_the_reference():
+def test_gpu_quantised_cache_decodes_like_the_reference(rng):
     """bf16 cache quantised on the GPU to the DeepSeek-V3.2 record, decoded by the kernel."""
     import cupy
     from mla_cupy import PagedKVCollection, mla_decode
     from mla_cupy.reference import mla_decode_reference
-    from mla_cupy.testing import compare
+    from mla_cupy.testing import compare, nan_filled
 
-    rng = np.random.default_rng()
     blocks = rng.standard_normal((24, 64, 576)).astype(ml_dtypes.bfloat16)
     lookup = rng.permutation(24).reshape(3, 8).astype(np.int32)
     lengths = np.array([100, 511, 7], np.int32)
@@ -78,7 +75,8 @@ def test_gpu_quantised_cache_decodes_like_the_reference():
     offs = np.arange(4, dtype=np.int32)
     records = Q.quantize_fp8_ds_mla(cupy.asarray(blocks))
     kv = PagedKVCollection(records, cupy.asarray(lookup), cupy.asarray(lengths), 64)
-    out, lse = mla_decode(cupy.asarray(q), kv, cupy.asarray(offs), return_lse=True)
+    out, lse = nan_filled((3, 16, 512), ml_dtypes.bfloat16), nan_filled((3, 16), np.float32)
+    mla_decode(cupy.asarray(q), kv, cupy.asarray(offs), out=out, lse=lse)
     ref = mla_decode_reference(q, offs, PagedKVCollection(records.get(), lookup, lengths, 64),
                                0, 576 ** -0.5)
     cmp = compare(out.get().astype(np.float32), lse.get(), *ref, dtype=ml_dtypes.bfloat16,

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from mla_cupy.quantize import (dequantize, quantize_fp8, quantize_fp8_ds_mla, quantize_fp8_rope_aware,
                                quantize_q_rope_aware)
-from mla_cupy.testing import (FP8_LAYOUTS, NAN_BYTE, compare, make_case, make_sparse_case, reference,
-                              tolerance, tolerance_for, v_max)
+from mla_cupy.testing import (FP8_LAYOUTS, NAN_BYTE, Tolerance, compare, make_case, make_sparse_case,
+                              nan_filled, reference, tolerance, tolerance_for, v_max)
 
 E4M3 = ml_dtypes.float8_e4m3fn
 BF16 = ml_dtypes.bfloat16
@@ -421,8 +421,11 @@ def test_fp8_cases_build_and_reference_runs(layout, kw, sparse):
     assert not np.isnan(out).any() and not np.isnan(lse).any()
     assert np.isfinite(out).all() and np.all(np.isfinite(lse) | np.isneginf(lse))
     assert np.isfinite(lse).any()
-    assert tolerance_for(case) == tolerance(BF16)
-    assert compare(out, lse, out, lse, tol=tolerance_for(case), v_scale=v_max(case)).ok
+    tol = tolerance_for(case)
+    assert tol == tolerance(BF16, v_max(case)) and v_max(case) > 0
+    # the reference rounded to bf16, as the kernel writes it, passes; twice the bound does not
+    assert compare(out.astype(BF16).astype(np.float32), lse, out, lse, tol=tol).ok
+    assert not compare(out + 2 * (tol.atol + tol.rtol * np.abs(out)), lse, out, lse, tol=tol).ok
 
 
 @pytest.mark.parametrize("layout", FP8_LAYOUTS)
@@ -450,7 +453,7 @@ def test_legacy_and_layout_keywords():
     assert legacy_fp16.layout == "fp16" and legacy_fp16.scales is None and legacy_fp16.q_scale is None
     fp16 = make_case(rng(0), layout="fp16", **kw)
     np.testing.assert_array_equal(fp16.q, legacy_fp16.q)
-    assert tolerance_for(fp16) == tolerance(np.float16)
+    assert tolerance_for(fp16) == tolerance(np.float16, v_max(fp16))
     for bad in [dict(layout="fp16", dtype="bfloat16"), dict(layout="fp8", dtype="float16"),
                 dict(layout="fp8_rope_aware", d_qk=512), dict(layout="fp8_ds_mla", q_fp8=True),
                 dict(q_fp8=True), dict(extreme=True), dict(layout="int4")]:
@@ -460,14 +463,57 @@ def test_legacy_and_layout_keywords():
             make_sparse_case(rng(0), indices_stride=4, **kw, **bad)
 
 
-def test_compare_tol_override():
+def test_tolerance_from_output_dtype_and_data_scale():
+    u_bf16, u_fp16 = 2.0**-8, 2.0**-11
+    assert tolerance(BF16, 3.0) == Tolerance(atol=6 * u_bf16, rtol=2 * u_bf16, rel_rms=2 * u_bf16)
+    assert tolerance("float16", 0.5) == Tolerance(atol=u_fp16, rtol=2 * u_fp16, rel_rms=2 * u_fp16)
+    # the same convention for every layout: bf16 data and its fp8 encodings differ only by v_max
+    rng = np.random.default_rng
+    kw = dict(seq_lens=[1, 2], cache_lens=[30, 7], num_heads=2, page_size=8)
+    for layout in ("bf16", *FP8_LAYOUTS):
+        case = make_case(rng(3), layout=layout, **kw)
+        assert tolerance_for(case) == tolerance(BF16, v_max(case))
+        assert 2.0 < v_max(case) < 6.0     # max |N(0, 1)| over a few thousand values
+
+
+def test_compare_per_element_tensor_and_lse_bounds():
     ref = np.ones((1, 1, 4))
     lse = np.zeros((1, 1))
-    out = ref + 0.03                   # bf16's bound here: 2^-7 + 2^-7 * 1 = 0.0156
-    assert not compare(out, lse, ref, lse, dtype=BF16).ok
-    assert compare(out, lse, ref, lse, tol=(0.04, 0.0)).ok
-    assert not compare(out, lse, ref, lse, tol=(0.0, 0.0)).ok
-    assert compare(out, lse, ref, lse, tol=(0.02, 0.0), v_scale=2.0).ok
-    assert compare(out, lse, ref, lse, dtype=BF16, tol=(0.0, 0.04)).ok   # tol wins over dtype
-    with pytest.raises(ValueError):
-        compare(out, lse, ref, lse)
+    biased = ref + 0.03                 # bf16 at data scale 1: 2^-7 + 2^-7 * 1 = 0.0156 per element
+    assert not compare(biased, lse, ref, lse, dtype=BF16).ok
+    per_element_only = Tolerance(atol=0.04, rtol=0.0, rel_rms=1.0)
+    assert compare(biased, lse, ref, lse, tol=per_element_only).ok
+    assert not compare(biased, lse, ref, lse, tol=Tolerance(0.0, 0.0, 1.0)).ok
+    # a bias every element allows, the tensor-level bound (||err|| / ||ref|| = 0.03) catches
+    cmp = compare(biased, lse, ref, lse, tol=Tolerance(0.04, 0.0, rel_rms=0.02))
+    assert not cmp.ok and cmp.rel_rms == pytest.approx(0.03) and "||out-ref||/||ref||" in cmp.message
+    one_off = ref.copy()
+    one_off[0, 0, 2] += 0.03            # the same error in one element of four: rel RMS 0.015
+    assert compare(one_off, lse, ref, lse, tol=Tolerance(0.04, 0.0, rel_rms=0.02)).ok
+    assert not compare(ref, lse + 0.01, ref, lse, tol=per_element_only).ok     # lse: 1e-3 * max(1, |lse|)
+    zeros = np.zeros_like(ref)          # rows of nothing visible: exact zeros, or the tensor fails
+    assert compare(zeros, lse, zeros, lse, dtype=BF16).ok
+    assert not compare(zeros + 1e-6, lse, zeros, lse, dtype=BF16).ok
+    with pytest.raises(ValueError, match="tol"):
+        compare(ref, lse, ref, lse)
+    with pytest.raises(TypeError, match="tol: expected a Tolerance"):
+        compare(ref, lse, ref, lse, tol=(0.04, 0.0))
+    with pytest.raises(ValueError, match="drop dtype"):
+        compare(ref, lse, ref, lse, tol=per_element_only, v_scale=2.0)
+
+
+def test_cases_carry_their_seed_and_scale():
+    case = make_case(np.random.default_rng(1234), seq_lens=[1], cache_lens=[10], num_heads=2,
+                     scale=-0.25)
+    assert case.seed == 1234 and case.scale == -0.25
+    assert "rng_seed=1234" in case.describe() and "scale=-0.25" in case.describe()
+    again = make_case(np.random.default_rng(case.seed), seq_lens=[1], cache_lens=[10], num_heads=2)
+    np.testing.assert_array_equal(again.q.view(np.uint16), case.q.view(np.uint16))
+    assert again.scale == 576 ** -0.5
+    child = np.random.default_rng(np.random.SeedSequence(5).spawn(1)[0])
+    assert make_sparse_case(child, seq_lens=[1], cache_lens=[3], indices_stride=4).seed is None
+
+
+def test_nan_filled_refuses_other_dtypes():
+    with pytest.raises(ValueError, match="dtype: expected bfloat16, float16 or float32"):
+        nan_filled((2, 3), np.int32)
