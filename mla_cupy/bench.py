@@ -646,7 +646,7 @@ def compare_rows(case, picked, expected, out, lse):
         ref_out, ref_lse, v_scale = expected[b]
         got_out = _host_f32(out[rows])
         got_lse = ref_lse if lse is None else _host_f32(lse[rows])
-        cmp = compare(got_out, got_lse, ref_out, ref_lse, tol=tolerance(tol_dtype), v_scale=v_scale)
+        cmp = compare(got_out, got_lse, ref_out, ref_lse, tol=tolerance(tol_dtype, v_scale))
         if not cmp.ok:
             return False, cmp.max_err, f"sequence {b}: {cmp.message}"
         worst = max(worst, cmp.max_err)

@@ -110,8 +110,8 @@ def _break_render(monkeypatch, tmp_path, marker):
     """Make the compiler see a decode source with an error on one line; returns that source."""
     from mla_cupy import compiler
     monkeypatch.setenv("MLA_CUPY_DUMP_DIR", str(tmp_path / "dumps"))
-    broken = render(parse(DECODE)).replace("const int split = blockIdx.y;",
-                                           f"const int split = blockIdx.y + {marker};")
+    broken = render(parse(DECODE)).replace('extern "C" __global__',
+                                           f'static const int broken_line = {marker};\nextern "C" __global__', 1)
     assert marker in broken
     monkeypatch.setattr(compiler, "render", lambda key: broken)
     return broken
