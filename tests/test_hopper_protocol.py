@@ -17,11 +17,11 @@ def softmax_warpgroup(n, stages):
     if n > 0:
         yield "sync", "tile_ready"                       # QK^T of tile 0
     for j in range(n):
-        if j >= 1 and j - 1 + stages < n:
-            yield "arrive", "buf_free"                   # tile j-1's buffer may be refilled
         if j > 0:
             yield "sync", "p_free"                       # warpgroup 1 read P(j-1)
         yield "arrive", "p_ready"
+        if j + stages < n:
+            yield "arrive", "buf_free"                   # P V(j) done: tile j's buffer may be refilled
         if j + 1 < n:
             yield "sync", "tile_ready"                   # QK^T of tile j+1
     if n > 0:
