@@ -196,7 +196,8 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
                           indices_stride=kw.get("indices_stride", 0),
                           extra_indices_stride=kw.get("extra_indices_stride", 0),
                           fold_shared_index=kw.get("fold_shared_index", False),
-                          window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None)
+                          window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
+                          backend=kw.get("backend"))
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(

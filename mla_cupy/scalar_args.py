@@ -58,9 +58,12 @@ def _sm_count(device_id: int) -> int:
 def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int, num_heads: int,
                      *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
                      extra_indices_stride: int = 0, fold_shared_index: bool = False,
-                     num_partitions: int | None = None, window: int | None = None) -> ScalarArgs:
+                     num_partitions: int | None = None, window: int | None = None,
+                     backend: str | None = None) -> ScalarArgs:
     """Choose ``num_partitions`` (unless given) and upload the int64[3] buffer;
-    ``window``: the sliding-window length, if any."""
+    ``window``: the sliding-window length, if any; ``backend``: the kernel
+    family the call will use (as the entry point's ``backend``: None reads
+    MLA_CUPY_BACKEND, else auto), whose tiles the split is planned for."""
     import cupy
 
     if num_partitions is None:
@@ -70,7 +73,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
             extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
             window=window, sm_count=sm_count_of_current_device(),
             resident_ctas=resident_ctas(layout),
-            tile_rows=64 if _hopper_plan(layout, sparse_mla) else None)
+            tile_rows=64 if _hopper_plan(layout, sparse_mla, backend) else None)
     check_num_partitions(num_partitions)
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
@@ -78,13 +81,13 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     return ScalarArgs(cupy.asarray(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
 
 
-def _hopper_plan(layout: str, sparse_mla: bool) -> bool:
+def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
     """Whether the call will run the Hopper family (what the dispatcher picks
     on the current device with backend 'auto' or 'hopper')."""
     from .variants import Layout, resolve_backend
     if sparse_mla or layout not in (Layout.BF16.value, Layout.FP16.value):
         return False
-    if resolve_backend() == "portable":
+    if resolve_backend(backend) == "portable":
         return False
     try:
         from .compiler import device_arch

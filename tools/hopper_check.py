@@ -31,7 +31,7 @@ def run_case(case, backend, num_partitions):
     lse = cupy.full((case.q.shape[0], case.num_heads), np.nan, dtype=np.float32)
     kv = case.collection(cupy)
     sa = pack_scalar_args(case.batch_size, case.q_max_seq_len, kv.max_cache_length,
-                          case.num_heads, num_partitions=num_partitions)
+                          case.num_heads, num_partitions=num_partitions, backend=backend)
     generic_flare_mla_decode_kv_cache_ragged(
         cupy.asarray(case.q), cupy.asarray(case.input_row_offsets), kv, case.layer_idx,
         case.scale, out, sa, mask_str=case.mask,
@@ -132,7 +132,7 @@ def timing(repeats: int) -> None:
         hopper_p = max(1, min(64, round(132 / ctas)))
         for backend, p in (("portable", None), ("hopper", hopper_p), ("hopper", 1 if hopper_p != 1 else 2)):
             out = cupy.full((b * s_q, h, 512), np.nan, dtype=bf16)
-            sa = pack_scalar_args(b, s_q, kv.max_cache_length, h, num_partitions=p)
+            sa = pack_scalar_args(b, s_q, kv.max_cache_length, h, num_partitions=p, backend=backend)
             call = lambda: generic_flare_mla_decode_kv_cache_ragged(
                 q, offsets, kv, 0, 576 ** -0.5, out, sa, mask_str="causal", stream=stream,
                 backend=backend)
