@@ -140,18 +140,6 @@ def _require_gpu(cmd: str) -> None:
         raise RuntimeError(f"no CUDA GPU found; `{cmd}` runs a kernel and needs one ({reason})")
 
 
-def _nan_filled(shape, dtype_name: str):
-    """A device array of NaN: a row the kernel never writes then fails the
-    comparison instead of passing on an earlier answer left in CuPy's memory
-    pool.  All-ones bytes are a NaN in bf16, fp16 and fp32 alike."""
-    import cupy
-    import ml_dtypes
-    import numpy as np
-    a = cupy.empty(shape, dtype=ml_dtypes.bfloat16 if dtype_name == "bfloat16" else np.dtype(dtype_name))
-    a.view(cupy.uint8).fill(0xFF)
-    return a
-
-
 def _upload(case):
     """The case on the GPU, outputs NaN-filled, scalar args packed: returns
     ``(launch, out, lse, eager)``; ``launch()`` runs the kernels into ``out``
@@ -160,7 +148,9 @@ def _upload(case):
     import functools
 
     import cupy
+    import ml_dtypes
     from .dispatch import generic_flare_mla_decode_kv_cache_ragged, mla_decode
+    from .testing import nan_filled
     from .scalar_args import pack_scalar_args
     from .validate import output_dtype
     from .variants import D_V
@@ -170,8 +160,9 @@ def _upload(case):
     sink = None if case.attn_sink is None else cupy.asarray(case.attn_sink)
     window = case.window if case.mask == "sliding_window_causal" else None
     num_tokens, num_heads = case.q.shape[:2]
-    out = _nan_filled((num_tokens, num_heads, D_V), output_dtype(kv.layout))
-    lse = _nan_filled((num_tokens, num_heads), "float32")
+    out = nan_filled((num_tokens, num_heads, D_V), ml_dtypes.bfloat16
+                     if output_dtype(kv.layout) == "bfloat16" else output_dtype(kv.layout))
+    lse = nan_filled((num_tokens, num_heads), "float32")
     fp8 = case.fp8_kwargs(cupy)
     sa = pack_scalar_args(case.batch_size, case.q_max_seq_len, kv.max_cache_length, num_heads,
                           layout=kv.layout.value, num_partitions=case.num_partitions, window=window)

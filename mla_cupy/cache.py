@@ -1,4 +1,4 @@
-"""PagedKVCollection: the paged latent KV cache of SPEC §2 (no CuPy import)."""
+"""PagedKVCollection: the paged latent KV cache of docs/spec.md §2 (no CuPy import)."""
 from __future__ import annotations
 
 from . import records

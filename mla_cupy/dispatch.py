@@ -1,7 +1,7 @@
 """The entry points: validate -> plan -> launch.
 
 ``generic_flare_mla_decode_kv_cache_ragged`` mirrors Modular MAX's kernel entry
-(SPEC.md); ``mla_decode`` is the convenient form that allocates the output and
+(docs/spec.md); ``mla_decode`` is the convenient form that allocates the output and
 packs the scalar arguments.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
         extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
         stream=None, backend=None) -> None:
-    """MLA decode over a ragged batch against a paged latent cache (SPEC.md).
+    """MLA decode over a ragged batch against a paged latent cache (docs/spec.md).
 
     Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
     ``scalar_args_buf`` is a :class:`ScalarArgs` (no device-to-host copy) or a raw

@@ -1,4 +1,4 @@
-"""Host-side (NumPy) quantisers for the fp8 cache layouts of SPEC §4, and their inverse.
+"""Host-side (NumPy) quantisers for the fp8 cache layouts of docs/spec.md §4, and their inverse.
 
 Inputs are latent rows ``[..., 576]`` (512 latent "nope" dims ``k_c`` followed by
 64 rope dims ``k_r``; plain ``fp8`` also takes 512-wide rows of a model without
@@ -54,7 +54,7 @@ Formats
 
 :func:`dequantize` is the inverse; it delegates to
 :func:`mla_cupy.reference.dequantize_rows`, the one implementation of the decode
-rule (SPEC §4) that the reference and the tests share.
+rule (docs/spec.md §4) that the reference and the tests share.
 
 Error bound (all formats): with ``s`` the row's (group's) scale, a latent value
 ``x`` with ``|x| ≤ 448·s`` decodes to ``x'`` with ``|x' - x| ≤ 2^-4·|x| + 2^-10·s``
@@ -201,7 +201,7 @@ def quantize_q_rope_aware(q) -> tuple[np.ndarray, np.ndarray]:
     """Queries ``[T, H, 576]`` -> ``(uint8 [T, H, 640], q_scale float32 [T])``.
 
     One σ per token, over all its heads: ``σ_Q[t] = float32(max_h max|q_c[t, h]| / 448)``
-    (1 for an all-zero token), so ``Q_t = σ_Q[t]·[q_c' ++ q_r']`` (SPEC §4); every head
+    (1 for an all-zero token), so ``Q_t = σ_Q[t]·[q_c' ++ q_r']`` (docs/spec.md §4); every head
     is encoded like :func:`quantize_fp8_rope_aware` with that σ.
     """
     if _on_device(q):

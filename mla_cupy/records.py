@@ -1,4 +1,4 @@
-"""The record formats of SPEC §4: the one place for every row width, byte
+"""The record formats of docs/spec.md §4: the one place for every row width, byte
 offset, dtype and layout name that the host code and the kernels use (pure
 Python, no NumPy).
 
@@ -16,7 +16,7 @@ import enum
 
 
 class Layout(str, enum.Enum):
-    """How a cached row is stored (SPEC §4)."""
+    """How a cached row is stored (docs/spec.md §4)."""
 
     BF16 = "bf16"
     FP16 = "fp16"
@@ -121,7 +121,7 @@ def q_width(layout, d_qk: int) -> int:
 
 
 def output_dtype_name(layout) -> str:
-    """fp16 caches produce fp16 output, every other layout bf16 (SPEC §3)."""
+    """fp16 caches produce fp16 output, every other layout bf16 (docs/spec.md §3)."""
     return "fp16" if Layout(layout) is Layout.FP16 else "bf16"
 
 

@@ -1,4 +1,4 @@
-"""NumPy reference of the whole mla_cupy contract (SPEC.md): the executable spec.
+"""NumPy reference of the whole mla_cupy contract (docs/spec.md): the executable spec.
 
 Every GPU kernel is tested against this module. It computes MLA decode attention
 over a ragged batch and a paged latent KV cache in float64, for every layout
@@ -64,7 +64,7 @@ def _bf16_le(raw):
 
 
 def dequantize_rows(rows, layout, scales=None):
-    """Decode cache rows to float64 ``(K [n, D_qk], V [n, 512])`` as SPEC §4 says.
+    """Decode cache rows to float64 ``(K [n, D_qk], V [n, 512])`` as docs/spec.md §4 says.
 
     ``rows`` is ``[..., row]`` (leading axes are flattened): bf16 / fp16 values for
     those layouts, uint8 bytes otherwise ("fp8" also takes float8_e4m3fn values).
@@ -116,7 +116,7 @@ def _sink_factor(lse, sink):
 
 
 def merge_by_lse(outs, lses, sink=None):
-    """Merge P partial results by log-sum-exp (the split-KV combine of SPEC §7).
+    """Merge P partial results by log-sum-exp (the split-KV combine of docs/spec.md §7).
 
     ``outs`` ``[P, ..., D]`` are normalised partial outputs, ``lses`` ``[P, ...]``
     their LSEs; partials with LSE -inf are skipped whatever their output holds.
@@ -236,14 +236,14 @@ def mla_decode_reference(
     extra_scales_ptr=None,
     logical_indices=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MLA decode attention per SPEC §2-§6, in float64.
+    """MLA decode attention per docs/spec.md §2-§6, in float64.
 
     Returns ``(out [T, H, 512], lse [T, H])``: the natural-log LSE over the visible
     keys, excluding the sink; -inf (and an out row of 0) when none is visible.
 
     ``kv_collection`` / ``extra_k`` need only ``blocks`` (4-D), ``lookup_table``,
     ``cache_lengths``, ``page_size``, ``scales`` and ``layout``. ``q_scale_ptr``
-    (``[T]``) multiplies Q of each token in any layout; SPEC §4 defines it for e4m3 q
+    (``[T]``) multiplies Q of each token in any layout; docs/spec.md §4 defines it for e4m3 q
     and fp8_rope_aware. ``indices_stride`` / ``extra_indices_stride`` of 0 mean the
     last dimension of the index array.
     """

@@ -593,7 +593,7 @@ def check_case(case: Case, *, num_partitions=None):
     """Run a case on the GPU twice, with lse and with ``lse=None`` (mla_decode's
     default; the kernels skip the lse stores), outputs NaN-filled before each launch.
     The first must match the reference within :func:`tolerance_for`; the second
-    output must equal the first bit for bit (SPEC §10).  Returns
+    output must equal the first bit for bit (docs/spec.md §10).  Returns
     ``(Comparison, out, lse, ref_out, ref_lse)``; asserts nothing."""
     out, lse = run_gpu(case, num_partitions=num_partitions)
     ref_out, ref_lse = reference(case)

@@ -153,7 +153,7 @@ def test_enums_reach_the_kernel_by_name(key):
 
 
 def test_record_facts():
-    """The widths and offsets of SPEC §4, and the same numbers in the kernels."""
+    """The widths and offsets of docs/spec.md §4, and the same numbers in the kernels."""
     assert {(x.value, d): w for (x, d), w in records.ROW_BYTES.items()} == {
         ("bf16", 576): 1152, ("bf16", 512): 1024, ("fp16", 576): 1152, ("fp16", 512): 1024,
         ("fp8", 576): 576, ("fp8", 512): 512, ("fp8_rope_aware", 576): 640, ("fp8_ds_mla", 576): 656}

@@ -118,7 +118,7 @@ def _break_render(monkeypatch, tmp_path, marker):
 
 
 def test_compile_failure_prints_the_whole_log_and_dumps_the_source(tmp_path, monkeypatch, capsys):
-    """SPEC §9: a failed compile carries the variant name, the compiler log
+    """docs/spec.md §9: a failed compile carries the variant name, the compiler log
     (all of it: the first line says nothing) and where the source was written:
     the text NVRTC saw, so the log's line numbers point into it."""
     from mla_cupy.__main__ import main

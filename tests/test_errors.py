@@ -1,4 +1,4 @@
-"""SPEC §9: bad arguments raise before anything is launched (CPU only, no GPU).
+"""docs/spec.md §9: bad arguments raise before anything is launched (CPU only, no GPU).
 
 Validation in ``generic_flare_mla_decode_kv_cache_ragged`` runs before CuPy
 touches a device, so the inputs here are small fake device arrays that carry
@@ -136,7 +136,7 @@ def test_baseline_passes_validation(past_validation):
     dict(q=fake([0, H, 576], BF16), output=fake([0, H, 512], BF16)),  # T = 0
     dict(q=fake([T, 1, 576], BF16), output=fake([T, 1, 512], BF16)),
     dict(q=fake([T, 128, 576], BF16), output=fake([T, 128, 512], BF16)),
-    # sparse mode (SPEC §5); indices_stride 0 takes d_indices.shape[1]
+    # sparse mode (docs/spec.md §5); indices_stride 0 takes d_indices.shape[1]
     dict(sparse_mla=True, d_indices=fake([T, 8], np.int32), indices_stride=8),
     dict(sparse_mla=True, d_indices=fake([T, 8], np.int32)),
     dict(sparse_mla=True, mask_str="null", fold_shared_index=True,
@@ -423,7 +423,7 @@ CASES = [
     ("indices_stride_dense", _set(indices_stride=5), ValueError, "indices_stride"),
     ("extra_indices_stride_dense", _set(extra_indices_stride=5), ValueError,
      "extra_indices_stride"),
-    # --- sparse mode (SPEC §5)
+    # --- sparse mode (docs/spec.md §5)
     ("sparse_sliding_window", _set(sparse_mla=True, mask_str="sliding_window_causal",
                                    local_window_size=4, d_indices=fake([T, 8], np.int32),
                                    indices_stride=8), ValueError, "mask_str"),

@@ -3,7 +3,7 @@
 Layouts: ``fp8`` (576/512 e4m3 bytes; q bf16, or e4m3 with per-token
 q_scale), ``fp8_rope_aware`` (640-byte rows, per-token sigma in scales,
 640-byte q with sigma_Q), ``fp8_ds_mla`` (FlashMLA's DeepSeek-V3.2 656-byte
-record).  The reference dequantises exactly as SPEC §4 says; the kernel
+record).  The reference dequantises exactly as docs/spec.md §4 says; the kernel
 dequantises to fp16 in shared memory (exact for e4m3 and, within fp16's range,
 bf16 rope values), applies per-token and per-group scales in fp32 on the scores
 and on P, and writes bf16: the tolerance is bf16's for the data's largest |V|,

@@ -1,4 +1,4 @@
-"""mla_cupy.quantize (the fp8 encoders of SPEC §4) and the fp8 case builders of mla_cupy.testing.
+"""mla_cupy.quantize (the fp8 encoders of docs/spec.md §4) and the fp8 case builders of mla_cupy.testing.
 
 CPU only: NumPy, ml_dtypes and the NumPy reference.
 """

@@ -1,7 +1,7 @@
 """Tests of mla_cupy.reference: against a brute-force loop and against identities.
 
 The brute force shares nothing with the reference: the test encodes known values
-into cache bytes itself, enumerates visible keys one by one with the SPEC's rules
+into cache bytes itself, enumerates visible keys one by one with the rules of docs/spec.md
 and does the softmax per head and key with `math`. Every Case also
 poisons all rows, scales and table entries no visible key refers to, so reading
 any of them shows up as NaN or IndexError.
