@@ -1,4 +1,4 @@
-"""Run the sparse (and dense) kernels on adversarial indices under a memory checker.
+"""Run the sparse and dense kernels (portable and, on sm_90, Hopper) on adversarial indices under a memory checker.
 
 Usage (GPU machine):
     compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -32,6 +32,11 @@ cases.append(make_case(rng, seq_lens=[1, 4, 0], cache_lens=[0, 129, 70], num_hea
                        page_size=16, mask="sliding_window_causal", window=40))
 cases.append(make_case(rng, seq_lens=[2, 1], cache_lens=[100, 7], num_heads=20, page_size=3,
                        layout="fp8", q_fp8=True))
+# dense 16-bit: on sm_90 these run the Hopper (wgmma) kernels
+cases.append(make_case(rng, seq_lens=[2, 0, 3], cache_lens=[300, 4, 0], num_heads=128,
+                       page_size=1, mask="null", sink="random"))
+cases.append(make_case(rng, seq_lens=[1, 2], cache_lens=[700, 33], num_heads=20, page_size=64,
+                       d_qk=512, dtype=np.float16, mask="causal"))
 for i, case in enumerate(cases):
     for p in (1, 5):
         cmp, *_ = check_case(case, num_partitions=p)   # with lse and with lse=None
