@@ -74,3 +74,25 @@ def test_deterministic_reruns(compiled_kernels, rng):
     out, lse, _, _ = _check(case, num_partitions=6)
     again_out, again_lse = run_gpu(case, num_partitions=6)
     assert np.array_equal(again_out, out) and np.array_equal(again_lse, lse), case.describe()
+
+
+@pytest.mark.parametrize("layout", ["bf16", "fp8_ds_mla"])
+@pytest.mark.parametrize("logical", [False, True])
+def test_slot_hidden_by_the_causal_rule_is_never_read(compiled_kernels, rng, layout, logical):
+    """Unfolded sparse causal with two new tokens: a slot the causal rule hides
+    from token 0 points at a NaN row.  Masked means never read (docs/spec.md §11):
+    the output must match the reference, not turn NaN (0 * NaN in P V)."""
+    cache_len, stride = 30, 40
+    case = make_sparse_case(rng, seq_lens=[2, 1], cache_lens=[cache_len, 12], indices_stride=stride,
+                            num_heads=16, page_size=7, layout=layout, logical=logical,
+                            valid_fraction=1.0)
+    blocks = case.blocks[:, case.layer_idx]
+    dead = np.isnan(blocks[..., 0]) if layout == "bf16" else (blocks[..., 0] == 0xFF)
+    block, slot = (int(i) for i in np.argwhere(dead)[0])
+    hidden = cache_len + 1                     # slot position past C_b + 0: hidden from token 0 only
+    case.sparse["d_indices"][0, hidden] = block * case.page_size + slot
+    if logical:
+        case.sparse["logical_indices"][0, hidden] = cache_len + 1
+    for p in (1, 3):
+        out, _, _, _ = _check(case, num_partitions=p)
+        assert np.isfinite(out).all(), case.describe()
