@@ -57,7 +57,8 @@ def generic_flare_mla_decode_kv_cache_ragged(
     mask = V.check_mask(mask_str, local_window_size)
     V.check_int("layer_idx", layer_idx, lo=0, hi=kv_collection.num_layers - 1)
     V.check_scale(scale)
-    if bool(per_token_scale_rope_aware) != (layout is Layout.FP8_ROPE_AWARE):
+    if V.check_flag("per_token_scale_rope_aware", per_token_scale_rope_aware) != (
+            layout is Layout.FP8_ROPE_AWARE):
         raise ValueError(f"per_token_scale_rope_aware: expected {layout is Layout.FP8_ROPE_AWARE} "
                          f"for a {layout.value!r} cache, got {per_token_scale_rope_aware}")
     V.check_dense_only(sparse_mla, fold_shared_index, indices_stride, extra_indices_stride, dict(
@@ -91,7 +92,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
             extra_indices_stride=extra_indices_stride, extra_topk_lengths=extra_topk_lengths,
             extra_scales_ptr=extra_scales_ptr)
     if num_partitions_in is not None:
-        check_num_partitions(num_partitions_in)
+        check_num_partitions(num_partitions_in, "num_partitions_in")
     resolve_backend(backend)
     host_batch, q_max_seq_len, num_partitions = _scalar_args_values(scalar_args_buf)
     if host_batch > batch_size:
@@ -213,7 +214,7 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
     if isinstance(buf, ScalarArgs):
         V.check_int("scalar_args_buf.batch_size", buf.batch_size, lo=0)
         V.check_int("scalar_args_buf.q_max_seq_len", buf.q_max_seq_len, lo=0)
-        check_num_partitions(buf.num_partitions)
+        check_num_partitions(buf.num_partitions, "scalar_args_buf.num_partitions")
         return buf.batch_size, buf.q_max_seq_len, buf.num_partitions
     V.check_device_array("scalar_args_buf", buf, dtypes=("int64",), shape=(3,))
     from .arrays import to_host_int

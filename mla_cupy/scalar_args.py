@@ -97,8 +97,8 @@ def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
         return False
 
 
-def check_num_partitions(num_partitions) -> None:
+def check_num_partitions(num_partitions, name: str = "num_partitions") -> None:
     if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)):
-        raise TypeError(f"num_partitions: expected an int, got {type(num_partitions).__name__}")
+        raise TypeError(f"{name}: expected an int, got {type(num_partitions).__name__}")
     if not 1 <= num_partitions <= 65535:
-        raise ValueError(f"num_partitions: expected an int in [1, 65535], got {num_partitions!r}")
+        raise ValueError(f"{name}: expected an int in [1, 65535], got {num_partitions!r}")

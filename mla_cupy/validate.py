@@ -11,6 +11,8 @@ import math
 import numbers
 from typing import Any
 
+import numpy as np
+
 from .arrays import dtype_name, is_device_array
 from .records import BYTE_DTYPES, D_V, Layout, output_dtype, q_dtypes, q_width
 from .variants import Mask
@@ -54,6 +56,13 @@ def check_int(name, v, *, lo=None, hi=None):
         raise ValueError(f"{name}: expected an int {rng}, got {v}")
 
 
+def check_flag(name, v) -> bool:
+    """A yes/no argument: bool (NumPy's too), or the ints 0 and 1."""
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, numbers.Integral) and v in (0, 1)):
+        return bool(v)
+    raise TypeError(f"{name}: expected a bool, got {type(v).__name__} {v!r}"[:200])
+
+
 def check_scale(scale):
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale: expected a float, got {type(scale).__name__}")
@@ -62,12 +71,18 @@ def check_scale(scale):
 
 
 def check_mask(mask_str, local_window_size) -> Mask:
+    if not isinstance(mask_str, str):
+        raise TypeError(f"mask_str: expected one of {[m.value for m in Mask]}, got {type(mask_str).__name__}")
     try:
         mask = Mask(mask_str)
     except ValueError:
         raise ValueError(f"mask_str: expected one of {[m.value for m in Mask]}, got {mask_str!r}") from None
     if mask is Mask.SLIDING_WINDOW_CAUSAL:
         check_int("local_window_size", local_window_size, lo=1)
+    elif local_window_size is not None and (isinstance(local_window_size, bool)
+                                            or not isinstance(local_window_size, numbers.Integral)):
+        raise TypeError(f"local_window_size: expected an int (-1) or None, got "
+                        f"{type(local_window_size).__name__}")
     elif local_window_size not in (-1, None):
         raise ValueError(f"local_window_size: only used with mask_str='sliding_window_causal' "
                          f"(expected -1 for {mask.value!r}), got {local_window_size!r}")
@@ -143,6 +158,11 @@ _SPARSE_ONLY = ("d_indices", "topk_lengths", "extra_k", "extra_d_indices", "extr
 def check_dense_only(sparse_mla: bool, fold_shared_index: bool, indices_stride, extra_indices_stride,
                      given: dict):
     """Sparse-mode arguments must not be passed to a dense call (never ignored)."""
+    sparse_mla = check_flag("sparse_mla", sparse_mla)
+    fold_shared_index = check_flag("fold_shared_index", fold_shared_index)
+    for name, v in (("indices_stride", indices_stride), ("extra_indices_stride", extra_indices_stride)):
+        if v is not None:
+            check_int(name, v, lo=0)
     if sparse_mla:
         return
     if fold_shared_index:

@@ -182,7 +182,7 @@ def resolve_backend(backend=None) -> str:
     import os
     if backend is None:
         backend = os.environ.get("MLA_CUPY_BACKEND") or "auto"
-    if backend not in BACKENDS:
+    if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend: expected one of {BACKENDS} (argument or MLA_CUPY_BACKEND), "
                          f"got {backend!r}")
     return backend
