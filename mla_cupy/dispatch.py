@@ -174,8 +174,11 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     if len(q.shape) != 3:
         raise ValueError(f"q: expected [T, H, D], got {getattr(q, 'shape', type(q).__name__)}")
     num_tokens, num_heads = q.shape[0], q.shape[1]
+    V.check_row_offsets(input_row_offsets, kv_collection.batch_size)
+    if not isinstance(mask, str):
+        raise TypeError(f"mask: expected one of {[m.value for m in Mask]}, got {type(mask).__name__}")
+    return_lse = V.check_flag("return_lse", return_lse)
     if q_max_seq_len is None:
-        V.check_row_offsets(input_row_offsets, kv_collection.batch_size)
         offs = to_cupy(input_row_offsets, "input_row_offsets").astype(np.int64)
         q_max_seq_len = int(cupy.diff(offs).max().get()) if offs.shape[0] > 1 else 0
     batch_size = input_row_offsets.shape[0] - 1
@@ -189,8 +192,9 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     kw = sparse_and_fp8_args
     for idx_name, stride_name in (("d_indices", "indices_stride"),
                                   ("extra_d_indices", "extra_indices_stride")):
-        if kw.get(idx_name) is not None and not kw.get(stride_name):
-            kw[stride_name] = int(kw[idx_name].shape[-1])
+        shape = getattr(kw.get(idx_name), "shape", None)
+        if shape and not kw.get(stride_name):   # anything else is reported by validation
+            kw[stride_name] = int(shape[-1])
     sa = pack_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
                           layout=layout.value, num_partitions=num_partitions,
                           sparse_mla=kw.get("sparse_mla", False),

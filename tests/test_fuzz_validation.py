@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mla_cupy.dispatch import generic_flare_mla_decode_kv_cache_ragged
@@ -93,5 +93,70 @@ def test_garbage_arguments_pass_or_raise_a_documented_error(past_validation, dra
     except (TypeError, ValueError) as e:
         msg = str(e)
         assert msg and names_an_argument(msg), f"mutated {names}: unclear message {msg!r}"
+    except Exception as e:          # noqa: BLE001 - the property under test
+        pytest.fail(f"mutated {names}: {type(e).__name__}: {e}")
+
+
+# ------------------------------------------------------------------ mla_decode
+
+MLA_DECODE_ARGUMENTS = ["q", "kv_collection", "input_row_offsets", "layer_idx", "scale", "mask",
+                        "window", "attn_sink", "num_partitions", "return_lse", "out", "lse",
+                        "q_max_seq_len", "backend", "sparse_mla", "d_indices"]
+
+
+def mla_decode_baseline() -> dict:
+    """A valid mla_decode call that allocates nothing: out and lse given,
+    q_max_seq_len given (no device-to-host read)."""
+    return dict(q=fake([T, H, 576], BF16), kv_collection=make_kv(),
+                input_row_offsets=fake([B + 1], np.uint32), out=fake([T, H, 512], BF16),
+                lse=fake([T, H], np.float32), return_lse=True, q_max_seq_len=2)
+
+
+@pytest.fixture
+def fake_packing(monkeypatch):
+    """pack_scalar_args uploads a buffer (needs a GPU): keep its checks, fake the upload."""
+    from mla_cupy import dispatch, scalar_args as sa_module
+
+    def pack(batch_size, q_max_seq_len, max_cache_length, num_heads, *, num_partitions=None, **kw):
+        for name, v in (("batch_size", batch_size), ("q_max_seq_len", q_max_seq_len)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{name}: expected an int >= 0, got {v!r}")
+        if num_partitions is not None:
+            sa_module.check_num_partitions(num_partitions)
+        return scalar_args(batch_size=batch_size, q_max_seq_len=q_max_seq_len,
+                           num_partitions=num_partitions or 1)
+    monkeypatch.setattr(dispatch, "pack_scalar_args", pack)
+
+
+@st.composite
+def mutated_mla_decode_calls(draw):
+    args = mla_decode_baseline()
+    names = draw(st.lists(st.sampled_from(MLA_DECODE_ARGUMENTS), min_size=1, max_size=3, unique=True))
+    for name in names:
+        old = args.get(name)
+        args[name] = draw(st.one_of(garbage, near_miss(old)) if old is not None else garbage)
+    return names, args
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutated_mla_decode_calls())
+def test_mla_decode_garbage_passes_or_raises_a_documented_error(past_validation, fake_packing, drawn):
+    from mla_cupy.dispatch import mla_decode
+    names, args = drawn
+    # None here means "allocate" or "read the offsets back": the GPU paths, not validation.
+    assume(args.get("out") is not None and args.get("q_max_seq_len") is not None)
+    rl = args.get("return_lse")
+    assume(args.get("lse") is not None
+           or not (isinstance(rl, (bool, int, np.integer, np.bool_)) and rl == 1))
+    q, kv, offsets = args.pop("q"), args.pop("kv_collection"), args.pop("input_row_offsets")
+    try:
+        mla_decode(q, kv, offsets, **args)
+    except PastValidation:
+        return
+    except (TypeError, ValueError) as e:
+        msg = str(e)
+        known = ARGUMENTS + MLA_DECODE_ARGUMENTS + ["kv_collection", "scalar_args_buf", "batch_size"]
+        assert msg and any(a in msg.split(":", 1)[0] for a in known), \
+            f"mutated {names}: unclear message {msg!r}"
     except Exception as e:          # noqa: BLE001 - the property under test
         pytest.fail(f"mutated {names}: {type(e).__name__}: {e}")
