@@ -17,7 +17,7 @@ import threading
 
 from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
-from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, parse
+from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, hopper_supports, parse, resolve_backend
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -213,11 +213,22 @@ def arch_for_capability(cc: int) -> str:
     return f"sm_{cc}a" if cc == 90 else f"sm_{cc}"
 
 
+@functools.lru_cache(maxsize=None)
 def device_arch(device_id: int) -> str:
     """Exact architecture of a device (:func:`arch_for_capability`)."""
     import cupy
 
     return arch_for_capability(int(cupy.cuda.Device(device_id).compute_capability))
+
+
+def runs_hopper(key: DecodeKey, device_id: int, backend=None) -> bool:
+    """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
+    family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
+    device, a variant the family covers.  The one rule for the dispatcher's
+    choice and for the split pack_scalar_args plans."""
+    return (resolve_backend(backend) != "portable"
+            and hopper_supports(dataclasses.replace(key, tile_rows=64))
+            and device_arch(device_id) == "sm_90a")
 
 
 def resident_ctas(layout: str = "bf16", d_qk: int = 576,

@@ -17,13 +17,12 @@ from . import abi, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
 from .cache import PagedKVCollection
-from .compiler import get_kernel
+from .compiler import device_arch, get_kernel, runs_hopper
 from .render import COMBINE_THREADS, launch_config
 from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
 from .schedule import row_tiling
 from .records import D_V, output_dtype_name
-from .variants import (TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity,
-                       hopper_supports, resolve_backend)
+from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity, resolve_backend
 
 LOG2E = 1.4426950408889634
 
@@ -121,8 +120,15 @@ def generic_flare_mla_decode_kv_cache_ragged(
     per_token = sparse_mla and not fold_shared_index
     axes = dict(layout=layout, mask=mask, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
                 fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
-    key = _hopper_key(device_id, backend, axes) or _fitting_key(
-        device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token).tile_rows, **axes)
+    key = DecodeKey(tile_rows=64, **axes)
+    if runs_hopper(key, device_id, backend):
+        key = dataclasses.replace(key, backend=Backend.HOPPER)
+    elif resolve_backend(backend) == "hopper":
+        raise ValueError(f"backend='hopper': needs an sm_90 device and a dense bf16/fp16 variant, got "
+                         f"device {device_id} ({device_arch(device_id)}) and {key.name}")
+    else:
+        key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token).tile_rows,
+                           **axes)
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
@@ -324,26 +330,6 @@ def _external_stream(handle: int):
         # handle (torch's .cuda_stream, MAX's stream) still needs ExternalStream.
         warnings.simplefilter("ignore", DeprecationWarning)
         return cupy.cuda.ExternalStream(handle)
-
-
-def _hopper_key(device_id, backend, axes) -> DecodeKey | None:
-    """The wgmma variant when it applies and was not declined, else None."""
-    backend = resolve_backend(backend)
-    if backend == "portable":
-        return None
-    key = DecodeKey(tile_rows=64, **axes)
-    fits = hopper_supports(key)
-    on_hopper = _compute_capability(device_id) == "90"
-    if backend == "hopper" and not (fits and on_hopper):
-        raise ValueError(f"backend='hopper': needs an sm_90 device and a dense bf16/fp16 variant, got "
-                         f"device {device_id} (sm_{_compute_capability(device_id)}) and {key.name}")
-    return dataclasses.replace(key, backend=Backend.HOPPER) if fits and on_hopper else None
-
-
-@functools.lru_cache(maxsize=None)
-def _compute_capability(device_id: int) -> str:
-    import cupy
-    return cupy.cuda.Device(device_id).compute_capability
 
 
 def _fitting_key(device_id, tile_rows, **axes) -> DecodeKey:

@@ -82,18 +82,20 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
 
 
 def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
-    """Whether the call will run the Hopper family (what the dispatcher picks
-    on the current device with backend 'auto' or 'hopper')."""
-    from .variants import Layout, resolve_backend
-    if sparse_mla or layout not in (Layout.BF16.value, Layout.FP16.value):
-        return False
-    if resolve_backend(backend) == "portable":
-        return False
+    """Whether the call will run the Hopper family on the current device
+    (compiler.runs_hopper, the dispatcher's rule); False without a GPU."""
+    from .compiler import runs_hopper
+    from .variants import DecodeKey, Sparsity, resolve_backend
+    resolve_backend(backend)   # a bad backend is an error here too, not a portable plan
     try:
-        from .compiler import device_arch
         from cupy.cuda import runtime
-        return device_arch(runtime.getDevice()) == "sm_90a"
-    except Exception:   # no GPU (CPU tests, CLI)
+        device_id = runtime.getDevice()
+    except Exception:   # no GPU or driver (CPU tests, CLI)
+        return False
+    key = DecodeKey(layout=layout, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE)
+    try:
+        return runs_hopper(key, device_id, backend)
+    except Exception:   # device query failed: plan for the portable tiles
         return False
 
 

@@ -371,3 +371,30 @@ def test_tile_falls_back_to_fit_a_smaller_shared_memory(monkeypatch):
     with pytest.raises(ValueError, match="shared memory"):
         dispatch._fitting_key(0, 64, layout="bf16", mask="causal", sparsity="dense",
                               fold=False, d_qk=576)
+
+
+@pytest.mark.parametrize("arch,backend,kw,expected", [
+    ("sm_90a", None, {}, True),
+    ("sm_90a", "hopper", dict(layout="fp16", d_qk=512, mask="sliding_window_causal"), True),
+    ("sm_90a", "portable", {}, False),
+    ("sm_90a", "auto", dict(sparsity="sparse"), False),
+    ("sm_90a", "auto", dict(layout="fp8_ds_mla"), False),
+    ("sm_90a", "auto", dict(tile_rows=16), True),     # any tile: the family runs 64-row tiles
+    ("sm_89", "auto", {}, False),
+    ("sm_80", "hopper", {}, False),
+])
+def test_runs_hopper_is_one_rule_for_dispatch_and_planning(monkeypatch, arch, backend, kw, expected):
+    from mla_cupy import compiler
+    monkeypatch.setattr(compiler, "device_arch", lambda device_id: arch)
+    monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
+    assert compiler.runs_hopper(DecodeKey(**kw), 0, backend) is expected
+
+
+def test_runs_hopper_reads_the_environment(monkeypatch):
+    from mla_cupy import compiler
+    monkeypatch.setattr(compiler, "device_arch", lambda device_id: "sm_90a")
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "portable")
+    assert compiler.runs_hopper(DecodeKey(), 0) is False
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "cuda")
+    with pytest.raises(ValueError, match="MLA_CUPY_BACKEND"):
+        compiler.runs_hopper(DecodeKey(), 0)
