@@ -290,7 +290,7 @@ def cmd_demo(args):
     print(f"GPU time:   {gpu:.1f} us per call (median; calls queued back to back behind a GPU "
           "spin, so no host cost; L2 warm)")
     print(f"eager call: {host:.1f} us on the host until mla_decode returns, {end_to_end:.1f} us "
-          "end to end (call + synchronize), medians of 50 (tools/bench.py for the full table)")
+          "end to end (call + synchronize), medians of 50 (`mla-cupy bench` for the full table)")
 
 
 def cmd_info(args):
