@@ -81,14 +81,14 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
-HOPPER_TILES = {"32x4": (32, 4), "64x2": (64, 2)}
+HOPPER_TILES = {"32x4": (32, 4)}
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:
-    """(keys per tile, tile buffers) of the wgmma kernel.  32 keys x 4 buffers
-    keeps three tiles (108 KB) in flight per SM; 64 x 2 only one.
-    MLA_CUPY_HOPPER_TILE=64x2 selects the other shape for experiments (read at
-    render time: one process, one shape)."""
+    """(keys per tile, tile buffers) of the wgmma kernel: 32 keys x 4 buffers
+    keeps three tiles (108 KB) in flight per SM (the pipelined warpgroup 0
+    needs three buffers at least, so 64-key tiles no longer fit).
+    MLA_CUPY_HOPPER_TILE names the shape (read at render time)."""
     import os
     choice = os.environ.get("MLA_CUPY_HOPPER_TILE") or "32x4"
     if choice not in HOPPER_TILES:
