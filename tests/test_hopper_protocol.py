@@ -21,6 +21,7 @@ def softmax_warpgroup(n, stages):
     for j in range(n):
         if j + 1 < n:
             yield "sync", "tile_ready"                   # QK^T of tile j+1, before P V(j)
+        if j + 1 < n:
             yield "sync", "p_free"                       # warpgroup 1 read P(j)
             yield "arrive", "p_ready"                    # P(j+1)
         if j + stages < n:
@@ -46,36 +47,47 @@ def loader_warpgroup(n, stages):
 
 def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup)):
     """'ok', or what went wrong: a deadlock, a warpgroup joining one barrier
-    phase twice, or arrivals left pending at exit."""
+    phase twice, or arrivals left pending at exit -- under each of three
+    interleavings: alternating, and each warpgroup running ahead as far as it
+    can (which finds a warpgroup arriving twice before the other comes)."""
+    for lead in (None, 0, 1):
+        result = _run_one(n, stages, warpgroups, lead)
+        if result != "ok":
+            return result
+    return "ok"
+
+
+def _run_one(n, stages, warpgroups, lead):
     gens = [wg(n, stages) for wg in warpgroups]
     blocked = [None, None]           # (barrier, phase) a warpgroup waits on
     phase, members, done = {}, {}, [False, False]
     moved = True
     while moved:
         moved = False
-        for w in (0, 1):
-            if done[w]:
-                continue
-            if blocked[w] is not None:
-                bar, ph = blocked[w]
-                if phase.get(bar, 0) == ph:
-                    continue
-                blocked[w] = None
-            try:
-                op, bar = next(gens[w])
-            except StopIteration:
-                done[w] = moved = True
-                continue
-            moved = True
-            joined = members.setdefault(bar, [])
-            if w in joined:
-                return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
-            joined.append(w)
-            if len(joined) == 2:
-                phase[bar] = phase.get(bar, 0) + 1
-                members[bar] = []
-            elif op == "sync":
-                blocked[w] = (bar, phase.get(bar, 0))
+        for w in ((0, 1) if lead is None else (lead, 1 - lead)):
+            while not done[w]:
+                if blocked[w] is not None:
+                    bar, ph = blocked[w]
+                    if phase.get(bar, 0) == ph:
+                        break
+                    blocked[w] = None
+                try:
+                    op, bar = next(gens[w])
+                except StopIteration:
+                    done[w] = moved = True
+                    break
+                moved = True
+                joined = members.setdefault(bar, [])
+                if w in joined:
+                    return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
+                joined.append(w)
+                if len(joined) == 2:
+                    phase[bar] = phase.get(bar, 0) + 1
+                    members[bar] = []
+                elif op == "sync":
+                    blocked[w] = (bar, phase.get(bar, 0))
+                if lead is None:
+                    break                # alternate: one operation per turn
     if not all(done):
         return f"deadlock: {blocked}"
     pending = {b: m for b, m in members.items() if m}
@@ -85,6 +97,21 @@ def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup)):
 @pytest.mark.parametrize("stages", [3, 4, 5])
 def test_hand_over_neither_hangs_nor_leaves_arrivals(stages):
     assert {n: run(n, stages) for n in range(24)} == {n: "ok" for n in range(24)}
+
+
+def test_the_model_catches_two_arrivals_in_one_phase():
+    """A warpgroup that publishes two tiles on one barrier before the other
+    waits would complete a phase alone: a warpgroup running ahead exposes it."""
+    def two_ahead(n, stages):
+        yield "arrive", "tile_ready"
+        yield "arrive", "tile_ready"
+        yield "sync", "epilogue"
+
+    def waits_twice(n, stages):
+        yield "sync", "tile_ready"
+        yield "sync", "tile_ready"
+        yield "sync", "epilogue"
+    assert "twice" in run(2, 4, (waits_twice, two_ahead))
 
 
 def test_the_model_catches_the_deadlock_of_an_earlier_order():
