@@ -22,7 +22,7 @@ import pathlib
 import jinja2
 
 from . import abi, records
-from .variants import QUANTIZE_INPUTS, Backend, CombineKey, DecodeKey, Layout, Mask, QuantizeKey
+from .variants import QUANTIZE_INPUTS, Backend, CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
 HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
@@ -61,9 +61,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     loads; 16 rows keeps 2 stages so two CTAs share an SM."""
     if key.backend is Backend.HOPPER:
         # Q (64 rows) + NUM_STAGES K/V tiles in the swizzled layout, P words and
-        # row factors of 128 threads, 1 KiB to align the base (mla_decode_wgmma.cu.j2).
+        # row factors of 128 threads, 1 KiB to align the base, sparse: a kpos
+        # per ring slot (mla_decode_wgmma.cu.j2).
         block_n, stages = hopper_tile(key)
-        smem = (key.d_qk * 2 * (64 + stages * block_n) + 128 * block_n + 128 * 2 * 4 + 1024)
+        smem = (key.d_qk * 2 * (64 + stages * block_n) + 128 * block_n + 128 * 2 * 4 + 1024
+                + (4 * stages * block_n if key.sparsity is Sparsity.SPARSE else 0))
         return LaunchConfig(64, block_n, stages, 2, 256, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4

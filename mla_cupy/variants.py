@@ -33,7 +33,7 @@ class Sparsity(str, enum.Enum):
 
 class Backend(str, enum.Enum):
     """Kernel family: ``portable`` (mma.sync, sm_80+) or ``hopper`` (wgmma,
-    sm_90a; dense 16-bit caches, 64-row tiles)."""
+    sm_90a; 16-bit caches, dense or sparse, 64-row tiles)."""
     PORTABLE = "portable"
     HOPPER = "hopper"
 
@@ -169,7 +169,7 @@ def check(key: DecodeKey) -> None:
     if key.tile_rows not in TILE_ROWS:
         raise ValueError(f"tile_rows: expected one of {TILE_ROWS}, got {key.tile_rows}")
     if key.backend is Backend.HOPPER and not hopper_supports(key):
-        raise ValueError(f"the hopper backend covers dense bf16/fp16 caches with 64-row tiles, "
+        raise ValueError(f"the hopper backend covers bf16/fp16 caches (dense or sparse) with 64-row tiles, "
                          f"got {key.layout.value} {key.sparsity.value} tile_rows={key.tile_rows}")
 
 
@@ -190,8 +190,7 @@ def resolve_backend(backend=None) -> str:
 
 def hopper_supports(key: DecodeKey) -> bool:
     """Which variants the wgmma family implements (the rest stay portable)."""
-    return (key.layout in (Layout.BF16, Layout.FP16) and key.sparsity is Sparsity.DENSE
-            and key.tile_rows == 64 and not key.q_fp8)
+    return key.layout in (Layout.BF16, Layout.FP16) and key.tile_rows == 64 and not key.q_fp8
 
 
 _DECODE_RE = re.compile(

@@ -275,8 +275,13 @@ def test_variant_lists():
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
     assert len(dense16) == 2 * 3 * 2 * (3 + 1)
+    # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
+    sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
+                and k.layout in (Layout.BF16, Layout.FP16)]
+    assert len(sparse16) == 2 * 2 * 2 * 2 * (3 + 1)
     assert {k.name for k in decode if k.backend.value == "hopper"} == {
-        k.name + "_hopper" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
+        k.name + "_hopper" for k in dense16 + sparse16
+        if k.tile_rows == 64 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
     assert DecodeKey(Layout.FP8, Mask.CAUSAL, Sparsity.DENSE, False, 512, True, 32) in ALL
@@ -297,8 +302,8 @@ def test_variant_lists():
     dict(layout="int4"),
     dict(mask="window"),
     dict(sparsity="topk"),
-    dict(backend="hopper", layout="fp8_ds_mla"),                          # hopper: dense 16-bit only
-    dict(backend="hopper", sparsity="sparse"),
+    dict(backend="hopper", layout="fp8_ds_mla"),                          # hopper: 16-bit caches only
+    dict(backend="hopper", layout="fp8", sparsity="sparse"),
     dict(backend="hopper", tile_rows=16),
     dict(backend="cuda"),
 ], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
@@ -377,7 +382,9 @@ def test_tile_falls_back_to_fit_a_smaller_shared_memory(monkeypatch):
     ("sm_90a", None, {}, True),
     ("sm_90a", "hopper", dict(layout="fp16", d_qk=512, mask="sliding_window_causal"), True),
     ("sm_90a", "portable", {}, False),
-    ("sm_90a", "auto", dict(sparsity="sparse"), False),
+    ("sm_90a", "auto", dict(sparsity="sparse"), True),
+    ("sm_90a", "auto", dict(sparsity="sparse", fold=True, layout="fp16"), True),
+    ("sm_90a", "auto", dict(sparsity="sparse", layout="fp8_ds_mla"), False),
     ("sm_90a", "auto", dict(layout="fp8_ds_mla"), False),
     ("sm_90a", "auto", dict(tile_rows=16), True),     # any tile: the family runs 64-row tiles
     ("sm_89", "auto", {}, False),

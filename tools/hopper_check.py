@@ -4,8 +4,9 @@ thing to run after a change to kernels/hopper/.
 Usage (GPU machine, from the checkout):  PYTHONPATH=. python3 tools/hopper_check.py [--quick]
 
 Random dense cases (ragged lengths, every mask, page sizes 1..128, D_qk 576/512,
-bf16/fp16, H 1..128, sinks, num_partitions 1 and 2..8), forced onto the Hopper
-kernels, outputs NaN-filled before the launch, NaN in unused cache slots,
+bf16/fp16, H 1..128, sinks, num_partitions 1 and 2..8) and sparse ones (-1 and
+garbage indices, topk_lengths, logical_indices, the extra stream, fold), forced
+onto the Hopper kernels, outputs NaN-filled before the launch, NaN in unused cache slots,
 permuted tables; each compared with the NumPy reference.  Time it afterwards
 with `mla-cupy bench` (MLA_CUPY_BACKEND=portable for the portable family on the
 same shapes).  The timing logs of 2026-11-30 in tools/results/ came from an
@@ -53,6 +54,26 @@ def correctness(quick: bool) -> int:
             fails += not cmp.ok
             print(f"{'PASS' if cmp.ok else 'FAIL'} case {i} P={p} {case.describe()}: {cmp.message}",
                   flush=True)
+    sparse_cases = [dict(), dict(mask="null"), dict(logical=True), dict(topk="random"),
+                    dict(extra_stride=40, extra_topk="random"), dict(fold=True),
+                    dict(fold=True, extra_stride=24, logical=True), dict(dtype=np.float16, d_qk=512),
+                    dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random")]
+    for i, kw in enumerate(sparse_cases[: 5 if quick else None]):
+        kw = dict(kw)
+        n = int(rng.integers(1, 5))
+        seq_lens = kw.pop("seq_lens", list(rng.integers(1, 4, size=n)))
+        cache_lens = list(rng.integers(0, 3000, size=len(seq_lens)))
+        kw.setdefault("num_heads", int(rng.choice([16, 32, 128])))
+        kw.setdefault("sink", "random" if rng.random() < 0.3 else None)
+        stride = int(rng.choice([1, 37, 128, 700, 2048]))
+        case = testing.make_sparse_case(rng, seq_lens=seq_lens, cache_lens=cache_lens,
+                                        indices_stride=stride, page_size=int(rng.choice([1, 16, 64])),
+                                        **kw)
+        for p in (1, int(rng.integers(2, 9))):
+            cmp, *_ = testing.check_case(case, num_partitions=p)
+            fails += not cmp.ok
+            print(f"{'PASS' if cmp.ok else 'FAIL'} sparse case {i} P={p} stride={stride} "
+                  f"{case.describe()}: {cmp.message}", flush=True)
     return fails
 
 
