@@ -211,9 +211,7 @@ def _build_plan(
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     mode = launch_mode()
-    import cupy
-
-    with cupy.cuda.Device(device_id):
+    with _on_device(device_id):
         decode = get_kernel(key, device_id)
         combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
             if num_partitions > 1 else None
@@ -361,23 +359,18 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
         return None
     if extra_scales is None:
         extra_scales = extra_scales_ptr
-    sigs, ptrs = [], []
-    for x in (q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink,
-              sa.buffer, q_scale, kv.scales, d_indices, topk_lengths, logical_indices, extra_blocks,
-              extra_d_indices, extra_topk_lengths, extra_scales):
-        sig, ptr = array_info(x)
-        if sig is NOT_A_DEVICE_ARRAY:
-            return None
-        sigs.append(sig)
-        ptrs.append(ptr)
-    if sigs[0] is None:
+    sigs, ptrs = zip(*map(array_info, (
+        q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink, sa.buffer,
+        q_scale, kv.scales, d_indices, topk_lengths, logical_indices, extra_blocks, extra_d_indices,
+        extra_topk_lengths, extra_scales)))
+    if sigs[0] is None or NOT_A_DEVICE_ARRAY in sigs:
         return None
     try:
         handle = _stream_handle(stream, q, sigs[0][3])
     except (TypeError, ValueError):
         return None
     env = os.environ
-    key = (tuple(sigs), kv.layout, kv.page_size, extra_part, extra_scales_ptr is None,
+    key = (sigs, kv.layout, kv.page_size, extra_part, extra_scales_ptr is None,
            type(layer_idx), layer_idx, type(scale), scale, type(mask_str), mask_str,
            type(window), window, type(rope_aware), rope_aware, type(sparse_mla), sparse_mla,
            type(fold), fold, type(indices_stride), indices_stride, type(extra_stride), extra_stride,
@@ -388,7 +381,7 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
         hash(key)
     except TypeError:   # e.g. a list where a scalar belongs: validation says so
         return None
-    return key, tuple(ptrs), handle
+    return key, ptrs, handle
 
 
 # Plans of the entry points by eager_key; they hold no caller arrays (only
@@ -428,6 +421,11 @@ def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_p
     return dict({name: given[name] for name in ("attn_sink", "input_row_offsets", "scalar_args",
                                                 "out", "lse")},
                 **work, num_heads=num_heads, num_tokens=num_tokens, num_partitions=num_partitions)
+
+
+def _on_device(device_id: int):
+    import cupy
+    return cupy.cuda.Device(device_id)
 
 
 def _device_id(x) -> int:

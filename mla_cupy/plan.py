@@ -25,6 +25,7 @@ import threading
 
 from . import abi
 from .arrays import dtype_name
+from .validate import _device_of, _is_c_contiguous
 
 # ABI names of a call's device arrays, in the order the entry points gather
 # their addresses; the first three are what DecodePlan.run takes per call.
@@ -43,7 +44,7 @@ NOT_A_DEVICE_ARRAY = object()      # array_info's signature of anything else
 
 # ------------------------------------------------------------------ arrays
 
-_KIND_CUPY, _KIND_TORCH, _KIND_CAI, _KIND_OTHER = range(4)
+_KIND_CUPY, _KIND_TORCH, _KIND_OTHER = range(3)
 _kinds: dict = {}
 
 
@@ -55,8 +56,6 @@ def _kind(t) -> int:
             kind = _KIND_CUPY
         elif mod.startswith("torch") and hasattr(t, "data_ptr"):
             kind = _KIND_TORCH
-        elif hasattr(t, "__cuda_array_interface__"):
-            kind = _KIND_CAI
         else:
             kind = _KIND_OTHER
         _kinds[t] = kind
@@ -79,14 +78,11 @@ def array_info(x):
         if dev < 0:
             return NOT_A_DEVICE_ARRAY, 0
         return (dtype_name(x), tuple(x.shape), x.is_contiguous(), dev), x.data_ptr()
-    if kind == _KIND_CAI:
-        from .validate import _device_of, _is_c_contiguous
-        cai = x.__cuda_array_interface__
-        data = cai.get("data") if isinstance(cai, dict) else None
-        if not data:
-            return NOT_A_DEVICE_ARRAY, 0
-        return (dtype_name(x), tuple(x.shape), _is_c_contiguous(x), _device_of(x)), int(data[0])
-    return NOT_A_DEVICE_ARRAY, 0
+    cai = getattr(x, "__cuda_array_interface__", None)   # any other CUDA array
+    data = cai.get("data") if isinstance(cai, dict) else None
+    if not data:
+        return NOT_A_DEVICE_ARRAY, 0
+    return (dtype_name(x), tuple(x.shape), _is_c_contiguous(x), _device_of(x)), int(data[0])
 
 
 def describe_signature(sig) -> str:

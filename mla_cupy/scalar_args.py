@@ -70,8 +70,6 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     ``window``: the sliding-window length, if any; ``backend``: the kernel
     family the call will use (as the entry point's ``backend``: None reads
     MLA_CUPY_BACKEND, else auto), whose tiles the split is planned for."""
-    import cupy
-
     if num_partitions is None:
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
@@ -84,7 +82,12 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
         raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
-    return ScalarArgs(cupy.asarray(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+    return ScalarArgs(_upload(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+
+
+def _upload(host: np.ndarray):
+    import cupy
+    return cupy.asarray(host)
 
 
 # mla_decode's scalar buffers: num_partitions memoised per planning input
@@ -107,8 +110,8 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
     so a steady decode loop packs and uploads nothing.  Do not ``update`` it."""
     import os
 
-    from cupy.cuda import runtime
-    device_id = runtime.getDevice()
+    from .plan import current_device
+    device_id = current_device()
     key = (device_id, batch_size, type(q_max_seq_len), q_max_seq_len, max_cache_length, num_heads,
            layout, sparse_mla, indices_stride, extra_indices_stride, fold_shared_index,
            type(num_partitions), num_partitions, window, backend, os.environ.get("MLA_CUPY_BACKEND"))
