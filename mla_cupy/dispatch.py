@@ -367,7 +367,7 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
         return None
     try:
         handle = _stream_handle(stream, q, sigs[0][3])
-    except (TypeError, ValueError):
+    except Exception:   # noqa: BLE001 - the full path validates first, then reports it
         return None
     env = os.environ
     key = (sigs, kv.layout, kv.page_size, extra_part, extra_scales_ptr is None,

@@ -635,8 +635,9 @@ class FakeCudaArray:
     buffer; nothing ever dereferences it).  For CPU tests of planning and for
     ``tools/host_cost.py --stub``."""
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, device: int = 0):
         self.shape = tuple(int(s) for s in shape)
+        self.device = _FakeDevice(device)
         self.dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
         self._host = np.empty(8, np.uint8)            # owns the address
         self.flags = _CONTIGUOUS
@@ -662,13 +663,18 @@ class FakeCudaArray:
             shape = tuple(shape[0])
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape {list(self.shape)} to {list(shape)}")
-        view = FakeCudaArray(shape, self.dtype)
+        view = FakeCudaArray(shape, self.dtype, self.device.id)
         view._host = self._host
         view.__cuda_array_interface__["data"] = self.__cuda_array_interface__["data"]
         return view
 
     def __repr__(self):
         return f"FakeCudaArray({list(self.shape)}, {self.dtype}, 0x{self.address:x})"
+
+
+class _FakeDevice:
+    def __init__(self, device_id: int):
+        self.id = device_id
 
 
 class _Contiguous:
