@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import os
 import threading
 
@@ -68,7 +69,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
             plan.launch_with(ptrs, handle)
             return
     plan, ptrs, handle = _build_plan(
-        q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
+        False, q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
         mask_str=mask_str, local_window_size=local_window_size,
         per_token_scale_rope_aware=per_token_scale_rope_aware, sparse_mla=sparse_mla,
         fold_shared_index=fold_shared_index, q_scale_ptr=q_scale_ptr, d_indices=d_indices,
@@ -76,7 +77,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         extra_k=extra_k, extra_d_indices=extra_d_indices, extra_indices_stride=extra_indices_stride,
         extra_topk_lengths=extra_topk_lengths, extra_scales_ptr=extra_scales_ptr,
         num_partitions_in=num_partitions_in, logical_indices=logical_indices, lse=lse,
-        stream=stream, backend=backend, owned_workspace=False)
+        stream=stream, backend=backend)
     if hit is not None:
         _remember(_eager_plans, hit[0], plan)
     plan.launch_with(ptrs, handle)
@@ -85,8 +86,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
 generic_flare_mla_decode_kv_cache_ragged.__doc__ = _ENTRY_DOC
 
 
-def plan_decode(q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf, *,
-                stream=None, **kwargs) -> DecodePlan:
+def plan_decode(*args, **kwargs) -> DecodePlan:
     """Validate and resolve a call of :func:`generic_flare_mla_decode_kv_cache_ragged`
     once (same arguments) and return its :class:`~mla_cupy.plan.DecodePlan`;
     ``plan.run(q, output, lse=None, stream=None)`` then launches it with nothing
@@ -98,24 +98,23 @@ def plan_decode(q, input_row_offsets, kv_collection, layer_idx, scale, output, s
     workspace.  ``stream`` becomes ``run``'s default (None: the current torch
     stream for torch q, else CuPy's current stream, at each run).  Compiles the
     kernels now, so a first ``run`` inside a CUDA-graph capture is safe."""
-    plan, ptrs, _ = _build_plan(q, input_row_offsets, kv_collection, layer_idx, scale, output,
-                                scalar_args_buf, stream=stream, owned_workspace=True,
-                                **kwargs)
-    for k in plan._launches:   # the fixed addresses, once
-        for s, i in k.array_slots:
-            k.slots[s] = ptrs[i]
-    plan._stream = stream
+    bound = _ENTRY_SIGNATURE.bind(*args, **kwargs)
+    bound.apply_defaults()
+    plan, ptrs, _ = _build_plan(True, **bound.arguments)
+    plan.bind(ptrs, bound.arguments["stream"])
     return plan
 
 
+_ENTRY_SIGNATURE = inspect.signature(generic_flare_mla_decode_kv_cache_ragged)
+plan_decode.__signature__ = _ENTRY_SIGNATURE.replace(return_annotation=DecodePlan)
+
+
 def _build_plan(
-        q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf, *,
-        mask_str="causal", local_window_size=-1, per_token_scale_rope_aware=False,
-        sparse_mla=False, fold_shared_index=False, q_scale_ptr=None, d_indices=None,
-        indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
-        extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
-        extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
-        stream=None, backend=None, owned_workspace: bool):
+        owned_workspace: bool, q, input_row_offsets, kv_collection, layer_idx, scale, output,
+        scalar_args_buf, *, mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
+        fold_shared_index, q_scale_ptr, d_indices, indices_stride, topk_lengths, attn_sink_ptr,
+        extra_k, extra_d_indices, extra_indices_stride, extra_topk_lengths, extra_scales_ptr,
+        num_partitions_in, logical_indices, lse, stream, backend):
     """Validate every argument (docs/spec.md §9), resolve the variant, kernels,
     grid and workspace; returns ``(DecodePlan, addresses of ARRAY_PARAMS, stream
     handle)``."""

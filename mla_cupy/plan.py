@@ -251,7 +251,7 @@ class DecodePlan:
         if self.noop:
             return
         handle = stream_handle(self._stream if stream is None else stream, q, self.device_id)
-        self._launch_run(ptr_q, ptr_o, ptr_l, handle)
+        self.launch_with((ptr_q, ptr_o, ptr_l), handle, run_only=True)
 
     def _mismatch(self, arrays, sigs):
         from . import validate as V
@@ -266,28 +266,27 @@ class DecodePlan:
             raise ValueError(f"{name}: expected {describe_signature(want)} as planned, "
                              f"got {describe_signature(got)}")
 
-    # -- launches (the entry points call these with every address) --
-
-    def _launch_run(self, ptr_q, ptr_o, ptr_l, handle) -> None:
-        ptrs = (ptr_q, ptr_o, ptr_l)
-        with self._lock:
-            for k in self._launches:
-                slots = k.slots
-                for s, i in k.run_slots:
-                    slots[s] = ptrs[i]
-            self._launch_all(handle)
-
-    def launch_with(self, ptrs, handle) -> None:
-        """Write every address of :data:`ARRAY_PARAMS` (``ptrs``, in that order)
-        and launch: the entry points' path, on a memoised plan."""
+    def launch_with(self, ptrs, handle, *, run_only: bool = False) -> None:
+        """Write the addresses ``ptrs`` (of :data:`ARRAY_PARAMS`, in that order;
+        only the first RUN_ARRAYS when ``run_only``) into the slots and launch:
+        the entry points' path on a memoised plan, and ``run``'s."""
         if self.noop:
             return
         with self._lock:
-            for k in self._launches:
-                slots = k.slots
-                for s, i in k.array_slots:
-                    slots[s] = ptrs[i]
+            self._write(ptrs, run_only)
             self._launch_all(handle)
+
+    def bind(self, ptrs, stream) -> None:
+        """Fix every address (plan_decode) and ``run``'s default stream."""
+        with self._lock:
+            self._write(ptrs, False)
+            self._stream = stream
+
+    def _write(self, ptrs, run_only: bool) -> None:
+        for k in self._launches:
+            slots = k.slots
+            for s, i in (k.run_slots if run_only else k.array_slots):
+                slots[s] = ptrs[i]
 
     def _launch_all(self, handle) -> None:
         if current_device() != self.device_id:

@@ -632,18 +632,28 @@ def to_torch(a: np.ndarray):
 class FakeCudaArray:
     """A stand-in for a CUDA array with no GPU behind it: metadata, the
     ``__cuda_array_interface__`` and a distinct address (of a small host
-    buffer; nothing ever dereferences it).  For CPU tests of planning and for
-    ``tools/host_cost.py --stub``."""
+    buffer; nothing ever dereferences it).  ``device``: the id its ``device``
+    reports (None: no ``device`` attribute, as some CUDA arrays have none);
+    ``contiguous=False`` gives every other element of the last axis.  For CPU
+    tests of validation and planning and ``tools/host_cost.py --stub``."""
 
-    def __init__(self, shape, dtype, device: int = 0):
+    def __init__(self, shape, dtype, device: int | None = 0, *, contiguous: bool = True):
         self.shape = tuple(int(s) for s in shape)
-        self.device = _FakeDevice(device)
+        if device is not None:
+            self.device = _FakeDevice(device)
         self.dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
         self._host = np.empty(8, np.uint8)            # owns the address
-        self.flags = _CONTIGUOUS
+        strides, acc = [], self.dtype.itemsize
+        for s in reversed(self.shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        self.strides = tuple(reversed(strides))
+        if not contiguous:
+            self.strides = tuple(2 * s for s in self.strides)
+        self.flags = _CONTIGUOUS if contiguous else _STRIDED
         self.__cuda_array_interface__ = {"shape": self.shape, "typestr": self.dtype.str,
                                          "data": (self._host.ctypes.data, False),
-                                         "strides": None, "version": 3}
+                                         "strides": None if contiguous else self.strides, "version": 3}
 
     @property
     def ndim(self):
@@ -658,12 +668,12 @@ class FakeCudaArray:
         return self.__cuda_array_interface__["data"][0]
 
     def reshape(self, *shape):
-        """A view: same address."""
+        """A contiguous view: same address."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape {list(self.shape)} to {list(shape)}")
-        view = FakeCudaArray(shape, self.dtype, self.device.id)
+        view = FakeCudaArray(shape, self.dtype, getattr(getattr(self, "device", None), "id", None))
         view._host = self._host
         view.__cuda_array_interface__["data"] = self.__cuda_array_interface__["data"]
         return view
@@ -677,12 +687,12 @@ class _FakeDevice:
         self.id = device_id
 
 
-class _Contiguous:
-    c_contiguous = True
-    f_contiguous = False
+class _Flags:
+    def __init__(self, c_contiguous: bool):
+        self.c_contiguous, self.f_contiguous = c_contiguous, False
 
 
-_CONTIGUOUS = _Contiguous()
+_CONTIGUOUS, _STRIDED = _Flags(True), _Flags(False)
 
 
 class _FakeKernel:

@@ -50,6 +50,14 @@ def _inputs(case, lib):
             cupy.asarray(case.attn_sink))
 
 
+def _setup(rng, lib, num_partitions):
+    """A case, its inputs, a ScalarArgs for all its sequences and NaN-filled out/lse."""
+    case = _case(rng)
+    q, offsets, kv, sink = _inputs(case, lib)
+    sa = pack_scalar_args(NUM_SEQS, 1, kv.max_cache_length, HEADS, num_partitions=num_partitions)
+    return (case, q, offsets, kv, sink, sa, *_outputs(case, q))
+
+
 def _outputs(case, like):
     return (nan_filled((case.q.shape[0], HEADS, 512), case.out_dtype, like=like),
             nan_filled((case.q.shape[0], HEADS), np.float32, like=like))
@@ -72,10 +80,7 @@ def _sync():
 def test_plan_run_equals_entry_bit_for_bit(rng, monkeypatch, lib, num_partitions):
     if lib == "torch":
         pytest.importorskip("torch")
-    case = _case(rng)
-    q, offsets, kv, sink = _inputs(case, lib)
-    sa = pack_scalar_args(NUM_SEQS, 1, kv.max_cache_length, HEADS, num_partitions=num_partitions)
-    out, lse = _outputs(case, q)
+    case, q, offsets, kv, sink, sa, out, lse = _setup(rng, lib, num_partitions)
     generic_flare_mla_decode_kv_cache_ragged(q, offsets, kv, 0, case.scale, out, sa, attn_sink_ptr=sink,
                                              lse=lse)
     generic_flare_mla_decode_kv_cache_ragged(q, offsets, kv, 0, case.scale, out, sa, attn_sink_ptr=sink,
@@ -100,10 +105,7 @@ def test_plan_run_equals_entry_bit_for_bit(rng, monkeypatch, lib, num_partitions
 
 def test_steady_calls_allocate_nothing(rng):
     import cupy
-    case = _case(rng)
-    q, offsets, kv, sink = _inputs(case, "cupy")
-    sa = pack_scalar_args(NUM_SEQS, 1, kv.max_cache_length, HEADS, num_partitions=4)
-    out, lse = _outputs(case, q)
+    case, q, offsets, kv, sink, sa, out, lse = _setup(rng, "cupy", 4)
     plan = plan_decode(q, offsets, kv, 0, case.scale, out, sa, attn_sink_ptr=sink, lse=lse)
     call = lambda: generic_flare_mla_decode_kv_cache_ragged(  # noqa: E731
         q, offsets, kv, 0, case.scale, out, sa, attn_sink_ptr=sink, lse=lse)
@@ -127,10 +129,7 @@ def test_steady_calls_allocate_nothing(rng):
 @pytest.mark.parametrize("num_partitions", [1, 4])
 def test_torch_graph_of_entry_replays_and_shrinks(rng, num_partitions):
     torch = pytest.importorskip("torch")
-    case = _case(rng)
-    q, offsets, kv, sink = _inputs(case, "torch")
-    sa = pack_scalar_args(NUM_SEQS, 1, kv.max_cache_length, HEADS, num_partitions=num_partitions)
-    out, lse = _outputs(case, q)
+    case, q, offsets, kv, sink, sa, out, lse = _setup(rng, "torch", num_partitions)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     call = lambda: generic_flare_mla_decode_kv_cache_ragged(  # noqa: E731
@@ -158,10 +157,7 @@ def test_torch_graph_of_entry_replays_and_shrinks(rng, num_partitions):
 def test_torch_graph_of_plan_run_without_warm_up(rng):
     """A plan compiles and allocates when made, so its first run may be captured."""
     torch = pytest.importorskip("torch")
-    case = _case(rng)
-    q, offsets, kv, sink = _inputs(case, "torch")
-    sa = pack_scalar_args(NUM_SEQS, 1, kv.max_cache_length, HEADS, num_partitions=3)
-    out, lse = _outputs(case, q)
+    case, q, offsets, kv, sink, sa, out, lse = _setup(rng, "torch", 3)
     plan = plan_decode(q, offsets, kv, 0, case.scale, out, sa, attn_sink_ptr=sink, lse=lse)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -203,10 +199,7 @@ def test_torch_graph_of_mla_decode(rng):
 
 def test_cupy_graph_of_plan_run_replays_and_shrinks(rng):
     import cupy
-    case = _case(rng)
-    q, offsets, kv, sink = _inputs(case, "cupy")
-    sa = pack_scalar_args(NUM_SEQS, 1, kv.max_cache_length, HEADS, num_partitions=4)
-    out, lse = _outputs(case, q)
+    case, q, offsets, kv, sink, sa, out, lse = _setup(rng, "cupy", 4)
     plan = plan_decode(q, offsets, kv, 0, case.scale, out, sa, attn_sink_ptr=sink, lse=lse)
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
