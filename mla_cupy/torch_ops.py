@@ -22,7 +22,7 @@ from typing import Optional
 import torch
 
 from . import records
-from .cache import PagedKVCollection, _as_4d, _resolve_layout
+from .cache import PagedKVCollection, _resolve_layout
 from .dispatch import mla_decode as _mla_decode
 
 OP_NAME = "mla_cupy::mla_decode"
@@ -48,11 +48,21 @@ def mla_decode_op(q: torch.Tensor, blocks: torch.Tensor, lookup_table: torch.Ten
 def _mla_decode_fake(q, blocks, lookup_table, cache_lengths, input_row_offsets, page_size,
                      max_cache_length, q_max_seq_len, layer_idx=0, scale=None, mask="causal",
                      window=None, attn_sink=None, num_partitions=None, scales=None, q_scale=None):
-    layout = _resolve_layout(_as_4d(blocks), None)   # the collection's rule (docs/spec.md §4)
+    # The collection's rule (docs/spec.md §4) on the concrete row width (a SymInt
+    # under dynamic shapes cannot key its table).
+    row = _RowOf(blocks.dtype, int(blocks.shape[-1]))
+    layout = _resolve_layout(row, None)
     out_dtype = getattr(torch, records.output_dtype(layout))
     num_tokens, num_heads = q.shape[0], q.shape[1]
     return (q.new_empty((num_tokens, num_heads, records.D_V), dtype=out_dtype),
             q.new_empty((num_tokens, num_heads), dtype=torch.float32))
+
+
+class _RowOf:
+    """What layout inference reads of ``blocks``: its dtype and row width."""
+
+    def __init__(self, dtype, width: int):
+        self.dtype, self.shape = dtype, (0, 0, 0, width)
 
 
 def mla_decode(q: torch.Tensor, kv_collection: PagedKVCollection, input_row_offsets: torch.Tensor, *,
