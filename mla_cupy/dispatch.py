@@ -30,7 +30,15 @@ from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, S
 LOG2E = 1.4426950408889634
 
 
-_ENTRY_DOC = """MLA decode over a ragged batch against a paged latent cache (docs/spec.md).
+def generic_flare_mla_decode_kv_cache_ragged(
+        q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf, *,
+        mask_str="causal", local_window_size=-1, per_token_scale_rope_aware=False,
+        sparse_mla=False, fold_shared_index=False, q_scale_ptr=None, d_indices=None,
+        indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
+        extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
+        extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
+        stream=None, backend=None) -> None:
+    """MLA decode over a ragged batch against a paged latent cache (docs/spec.md).
 
     Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
     ``scalar_args_buf`` is a :class:`ScalarArgs` (no device-to-host copy) or a raw
@@ -44,16 +52,6 @@ _ENTRY_DOC = """MLA decode over a ragged batch against a paged latent cache (doc
     portable mma.sync kernels elsewhere; ``"portable"`` forces the latter;
     ``"hopper"`` demands the former and raises where it does not apply.
     """
-
-
-def generic_flare_mla_decode_kv_cache_ragged(
-        q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf, *,
-        mask_str="causal", local_window_size=-1, per_token_scale_rope_aware=False,
-        sparse_mla=False, fold_shared_index=False, q_scale_ptr=None, d_indices=None,
-        indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
-        extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
-        extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
-        stream=None, backend=None) -> None:
     # Fast path: a plan memoised on what validation reads of these arguments
     # (eager_key); a miss validates everything and plans (docs/spec.md §12).
     hit = eager_key(q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
@@ -81,9 +79,6 @@ def generic_flare_mla_decode_kv_cache_ragged(
     if hit is not None:
         _remember(_eager_plans, hit[0], plan)
     plan.launch_with(ptrs, handle)
-
-
-generic_flare_mla_decode_kv_cache_ragged.__doc__ = _ENTRY_DOC
 
 
 def plan_decode(*args, **kwargs) -> DecodePlan:
