@@ -287,10 +287,13 @@ def cmd_demo(args):
     launch, eager = _run_and_compare(case)
     gpu = gpu_time_us(launch)
     host, end_to_end = eager_time_us(eager)
+    entry_host, _ = eager_time_us(launch)
     print(f"GPU time:   {gpu:.1f} us per call (median; calls queued back to back behind a GPU "
           "spin, so no host cost; L2 warm)")
     print(f"eager call: {host:.1f} us on the host until mla_decode returns, {end_to_end:.1f} us "
           "end to end (call + synchronize), medians of 50 (`mla-cupy bench` for the full table)")
+    print(f"entry call: {entry_host:.1f} us on the host until generic_flare_mla_decode_kv_cache_ragged "
+          "(prepacked ScalarArgs) returns, median of 50 (tools/host_cost.py for every path)")
 
 
 def cmd_info(args):

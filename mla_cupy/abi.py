@@ -9,14 +9,16 @@ portable mma.sync kernel, a Hopper kernel) takes ``DECODE``.
 """
 from __future__ import annotations
 
+import array
 import dataclasses
 
 import numpy as np
 
 # C scalar type -> the NumPy scalar CuPy passes by value.  Pointers travel as
-# device arrays, or as a null np.uint64(0).
+# device arrays, as addresses (ints, passed as np.uint64) or as a null np.uint64(0).
 _SCALARS = {"int": np.int32, "i64": np.int64, "float": np.float32}
 NULL = np.uint64(0)
+SLOT_BYTES = 8   # pack_slots: every parameter in one 8-byte slot
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +65,42 @@ class Abi:
             lines.append(f"    {decl}{comma}   // {p.doc}")
         return "\n".join(lines)
 
+    def index(self, name: str) -> int:
+        """Position of parameter ``name`` (ValueError when the kernel has none)."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ValueError(f"{self.kernel}: no parameter {name!r}; expected one of "
+                             f"{list(self.names)}") from None
+
+    def pack_slots(self, values: dict) -> array.array:
+        """:meth:`pack`'s arguments as one 8-byte slot each (``array('Q')``),
+        what ``cuLaunchKernel``'s ``kernelParams`` point at: a pointer as its
+        address (0 = null), a scalar as its C type's little-endian bytes,
+        zero-padded.  Pointers must be given as addresses (ints)."""
+        slots = array.array("Q", bytes(SLOT_BYTES * len(self.params)))
+        for i, (p, v) in enumerate(zip(self.params, self.pack(values))):
+            if p.is_pointer:
+                if not isinstance(v, (int, np.integer)):
+                    raise TypeError(f"{self.kernel} argument {p.name}: expected an address (int), "
+                                    f"got {type(v).__name__}")
+                slots[i] = int(v)
+            else:
+                slots[i] = int.from_bytes(v.tobytes(), "little")
+        return slots
+
+    def unpack_slots(self, slots) -> tuple:
+        """The inverse of :meth:`pack_slots`: the tuple :meth:`pack` gives, with
+        pointers as ``np.uint64`` addresses (for ``RawKernel.__call__``)."""
+        out = []
+        for p, raw in zip(self.params, slots):
+            if p.is_pointer:
+                out.append(np.uint64(raw))
+            else:
+                size = np.dtype(p.host_type).itemsize
+                out.append(np.frombuffer(int(raw).to_bytes(8, "little")[:size], dtype=p.host_type)[0])
+        return tuple(out)
+
     def pack(self, values: dict) -> tuple:
         """Launch arguments in signature order from ``{name: value}``; a missing
         or extra name, or None for a pointer that must not be null, is an error."""
@@ -80,6 +118,8 @@ class Abi:
                         raise ValueError(f"{self.kernel} argument {p.name}: expected a device "
                                          f"array ({p.doc}), got None")
                     v = NULL
+                elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                    v = np.uint64(v)    # an address
             else:
                 v = p.host_type(v)
             args.append(v)

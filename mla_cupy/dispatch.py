@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import os
 import threading
-import warnings
 
 import numpy as np
 
 from . import abi, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
+from .plan import (ARRAY_PARAMS, LAUNCH_ENV, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
+                   array_info, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import device_arch, get_kernel, runs_hopper
 from .render import COMBINE_THREADS, launch_config
-from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
+from .scalar_args import ScalarArgs, check_num_partitions, shared_scalar_args
 from .schedule import row_tiling
 from .records import D_V, output_dtype_name
 from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity, resolve_backend
@@ -49,6 +52,67 @@ def generic_flare_mla_decode_kv_cache_ragged(
     portable mma.sync kernels elsewhere; ``"portable"`` forces the latter;
     ``"hopper"`` demands the former and raises where it does not apply.
     """
+    # Fast path: a plan memoised on what validation reads of these arguments
+    # (eager_key); a miss validates everything and plans (docs/spec.md §12).
+    hit = eager_key(q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
+                    mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
+                    fold_shared_index, q_scale_ptr, d_indices, indices_stride, topk_lengths,
+                    attn_sink_ptr, extra_k, extra_d_indices, extra_indices_stride,
+                    extra_topk_lengths, extra_scales_ptr, num_partitions_in, logical_indices, lse,
+                    stream, backend)
+    if hit is not None:
+        key, ptrs, handle = hit
+        plan = _eager_plans.get(key)
+        if plan is not None:
+            plan.launch_with(ptrs, handle)
+            return
+    plan, ptrs, handle = _build_plan(
+        False, q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
+        mask_str=mask_str, local_window_size=local_window_size,
+        per_token_scale_rope_aware=per_token_scale_rope_aware, sparse_mla=sparse_mla,
+        fold_shared_index=fold_shared_index, q_scale_ptr=q_scale_ptr, d_indices=d_indices,
+        indices_stride=indices_stride, topk_lengths=topk_lengths, attn_sink_ptr=attn_sink_ptr,
+        extra_k=extra_k, extra_d_indices=extra_d_indices, extra_indices_stride=extra_indices_stride,
+        extra_topk_lengths=extra_topk_lengths, extra_scales_ptr=extra_scales_ptr,
+        num_partitions_in=num_partitions_in, logical_indices=logical_indices, lse=lse,
+        stream=stream, backend=backend)
+    if hit is not None:
+        _remember(_eager_plans, hit[0], plan)
+    plan.launch_with(ptrs, handle)
+
+
+def plan_decode(*args, **kwargs) -> DecodePlan:
+    """Validate and resolve a call of :func:`generic_flare_mla_decode_kv_cache_ragged`
+    once (same arguments) and return its :class:`~mla_cupy.plan.DecodePlan`;
+    ``plan.run(q, output, lse=None, stream=None)`` then launches it with nothing
+    but pointer compares (docs/spec.md §12).
+
+    ``q``, ``output`` and ``lse`` here fix the shapes, dtypes and device that
+    ``run`` accepts; every other array is fixed by address (write new values
+    into it, or plan again).  The plan allocates and owns its split-KV
+    workspace.  ``stream`` becomes ``run``'s default (None: the current torch
+    stream for torch q, else CuPy's current stream, at each run).  Compiles the
+    kernels now, so a first ``run`` inside a CUDA-graph capture is safe."""
+    bound = _ENTRY_SIGNATURE.bind(*args, **kwargs)
+    bound.apply_defaults()
+    plan, ptrs, _ = _build_plan(True, **bound.arguments)
+    plan.bind(ptrs, bound.arguments["stream"])
+    return plan
+
+
+_ENTRY_SIGNATURE = inspect.signature(generic_flare_mla_decode_kv_cache_ragged)
+plan_decode.__signature__ = _ENTRY_SIGNATURE.replace(return_annotation=DecodePlan)
+
+
+def _build_plan(
+        owned_workspace: bool, q, input_row_offsets, kv_collection, layer_idx, scale, output,
+        scalar_args_buf, *, mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
+        fold_shared_index, q_scale_ptr, d_indices, indices_stride, topk_lengths, attn_sink_ptr,
+        extra_k, extra_d_indices, extra_indices_stride, extra_topk_lengths, extra_scales_ptr,
+        num_partitions_in, logical_indices, lse, stream, backend):
+    """Validate every argument (docs/spec.md §9), resolve the variant, kernels,
+    grid and workspace; returns ``(DecodePlan, addresses of ARRAY_PARAMS, stream
+    handle)``."""
     # ---- validate (nothing launched, output untouched, on any error) ----
     if not isinstance(kv_collection, PagedKVCollection):
         raise TypeError(f"kv_collection: expected a PagedKVCollection, got {type(kv_collection).__name__}")
@@ -100,8 +164,6 @@ def generic_flare_mla_decode_kv_cache_ragged(
     if num_partitions_in is not None:
         num_partitions = int(num_partitions_in)
 
-    import cupy
-
     device_id = _device_id(q)
     V.check_same_device(dict(input_row_offsets=input_row_offsets, output=output, lse=lse,
                              attn_sink_ptr=attn_sink_ptr, blocks=kv_collection.blocks,
@@ -112,9 +174,20 @@ def generic_flare_mla_decode_kv_cache_ragged(
                              extra_topk_lengths=extra_topk_lengths,
                              extra_blocks=extra_k.blocks if extra_k is not None else None),
                         device_id)
-    cp_stream = _as_cupy_stream(stream, q)
+    handle = _stream_handle(stream, q, device_id)
+    arrays = call_arrays(q, output, lse, input_row_offsets, kv_collection, attn_sink_ptr,
+                         scalar_args_buf, q_scale_ptr, main_scales, sparse)
+    infos = [array_info(x) for x in arrays]
+    ptrs = tuple(p for _, p in infos)
+    sig_q, sig_out = infos[0][0], infos[1][0]
+    sig_lse = infos[2][0] if lse is not None else ("float32", (num_tokens, num_heads), True, sig_q[3])
+    plan_args = dict(device_id=device_id, num_partitions=num_partitions,
+                     run_signatures=(sig_q, sig_out, sig_lse),
+                     refs=tuple(x for x in arrays[RUN_ARRAYS:] if x is not None) if owned_workspace
+                     else ())
     if host_batch == 0 or num_tokens == 0 or q_max_seq_len == 0:
-        return
+        return DecodePlan(variant="(nothing to launch)", decode=None, combine=None, noop=True,
+                          **plan_args), ptrs, handle
 
     # The fitted tile may be smaller than the one a row group asks for (shared memory).
     per_token = sparse_mla and not fold_shared_index
@@ -131,28 +204,35 @@ def generic_flare_mla_decode_kv_cache_ragged(
                            **axes)
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
-    with cupy.cuda.Device(device_id):
+    mode = launch_mode()
+    with _on_device(device_id):
         decode = get_kernel(key, device_id)
         combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
             if num_partitions > 1 else None
         o_part = lse_part = None
         if num_partitions > 1:
-            o_part, lse_part = _workspace(device_id, cp_stream, num_partitions, num_tokens, num_heads)
-        common = _common_args(q, input_row_offsets, kv_collection, output, lse, attn_sink_ptr,
-                              scalar_args_buf)
-        decode_args = decode_launch_args(
-            common, kv_collection, sparse, tiling, o_part=o_part, lse_part=lse_part,
-            layer_idx=layer_idx, scale=scale, num_tokens=num_tokens, num_heads=num_heads,
-            window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
-            q_scale=q_scale_ptr, main_scales=main_scales)
-        with cp_stream:
-            decode((tiling.grid_x, num_partitions, host_batch), (cfg.num_threads,), decode_args,
-                   shared_mem=cfg.smem_bytes)
-            if combine is not None:
-                combine((num_heads, num_tokens), (COMBINE_THREADS,),
-                        combine_launch_args(common, o_part=o_part, lse_part=lse_part,
-                                            num_heads=num_heads, num_tokens=num_tokens,
-                                            num_partitions=num_partitions))
+            rows = num_partitions * num_tokens * num_heads
+            o_part, lse_part = (_owned_workspace(rows) if owned_workspace
+                                else _workspace(device_id, handle, rows))
+        given = dict(zip(ARRAY_PARAMS, (p if x is not None else None for x, p in zip(arrays, ptrs))))
+        work = dict(o_part=array_info(o_part)[1] if o_part is not None else None,
+                    lse_part=array_info(lse_part)[1] if lse_part is not None else None)
+        decode_launch = KernelLaunch(
+            abi.DECODE, decode, decode.kernel.ptr, (tiling.grid_x, num_partitions, host_batch),
+            (cfg.num_threads,), cfg.smem_bytes,
+            decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
+                               scale=scale, num_tokens=num_tokens, num_heads=num_heads,
+                               window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0),
+            mode)
+        combine_launch = None
+        if combine is not None:
+            combine_launch = KernelLaunch(
+                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (COMBINE_THREADS,),
+                0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
+                                       num_partitions=num_partitions), mode)
+    return DecodePlan(variant=key.name, decode=decode_launch, combine=combine_launch, noop=False,
+                      workspace=(o_part, lse_part) if o_part is not None else None,
+                      **plan_args), ptrs, handle
 
 
 def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
@@ -169,8 +249,6 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     ``return_lse``).  Further keyword
     arguments go to :func:`generic_flare_mla_decode_kv_cache_ragged`.
     """
-    import cupy
-
     if not isinstance(kv_collection, PagedKVCollection):
         raise TypeError(f"kv_collection: expected a PagedKVCollection, got {type(kv_collection).__name__}")
     if scale is None:
@@ -184,7 +262,8 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     if not isinstance(mask, str):
         raise TypeError(f"mask: expected one of {[m.value for m in Mask]}, got {type(mask).__name__}")
     return_lse = V.check_flag("return_lse", return_lse)
-    if q_max_seq_len is None:
+    if q_max_seq_len is None:   # the documented device-to-host copy
+        import cupy
         offs = to_cupy(input_row_offsets, "input_row_offsets").astype(np.int64)
         q_max_seq_len = int(cupy.diff(offs).max().get()) if offs.shape[0] > 1 else 0
     batch_size = input_row_offsets.shape[0] - 1
@@ -201,14 +280,14 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
         shape = getattr(kw.get(idx_name), "shape", None)
         if shape and not kw.get(stride_name):   # anything else is reported by validation
             kw[stride_name] = int(shape[-1])
-    sa = pack_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
-                          layout=layout.value, num_partitions=num_partitions,
-                          sparse_mla=kw.get("sparse_mla", False),
-                          indices_stride=kw.get("indices_stride", 0),
-                          extra_indices_stride=kw.get("extra_indices_stride", 0),
-                          fold_shared_index=kw.get("fold_shared_index", False),
-                          window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
-                          backend=kw.get("backend"))
+    sa = shared_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
+                            layout=layout.value, num_partitions=num_partitions,
+                            sparse_mla=kw.get("sparse_mla", False),
+                            indices_stride=kw.get("indices_stride", 0),
+                            extra_indices_stride=kw.get("extra_indices_stride", 0),
+                            fold_shared_index=kw.get("fold_shared_index", False),
+                            window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
+                            backend=kw.get("backend"))
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(
@@ -235,58 +314,112 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
     return int(host[0]), int(host[1]), int(host[2])
 
 
-def _ptr(x, name):
-    return None if x is None else to_cupy(x, name)
-
-
-def _common_args(q, offsets, kv, output, lse, sink, scalar_args_buf) -> dict:
-    """Device arrays that both kernels take, by their ABI names (None = null)."""
+def call_arrays(q, output, lse, offsets, kv, sink, scalar_args_buf, q_scale, main_scales,
+                sparse) -> tuple:
+    """The device arrays of a validated call, in the order of plan.ARRAY_PARAMS."""
     buf = scalar_args_buf.buffer if isinstance(scalar_args_buf, ScalarArgs) else scalar_args_buf
-    return dict(q=to_cupy(q, "q"), input_row_offsets=to_cupy(offsets, "input_row_offsets"),
-                blocks=to_cupy(kv.blocks, "kv_collection.blocks"),
-                lookup_table=to_cupy(kv.lookup_table, "kv_collection.lookup_table"),
-                cache_lengths=to_cupy(kv.cache_lengths, "kv_collection.cache_lengths"),
-                out=to_cupy(output, "output"), scalar_args=to_cupy(buf, "scalar_args_buf"),
-                lse=_ptr(lse, "lse"), attn_sink=_ptr(sink, "attn_sink_ptr"))
+    sp = sparse
+    ek = sp.extra_k if sp is not None else None
+    return (q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink, buf,
+            q_scale, main_scales,
+            *((sp.d_indices, sp.topk_lengths, sp.logical_indices, ek.blocks if ek is not None else None,
+               sp.extra_d_indices, sp.extra_topk_lengths, sp.extra_scales) if sp is not None
+              else (None,) * 7))
 
 
-def decode_launch_args(common: dict, kv, sparse, tiling, *, o_part, lse_part, layer_idx, scale,
-                       num_tokens, num_heads, window, q_scale, main_scales) -> tuple:
-    """The decode kernel's arguments (abi.DECODE) from validated inputs;
-    ``sparse`` is validate.SparseArgs or None (dense)."""
+def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, rope_aware,
+              sparse_mla, fold, q_scale, d_indices, indices_stride, topk_lengths, sink, extra_k,
+              extra_d_indices, extra_stride, extra_topk_lengths, extra_scales_ptr,
+              num_partitions_in, logical_indices, lse, stream, backend):
+    """``(key, addresses, stream handle)`` of an entry-point call, or None when it
+    cannot take the fast path (a raw scalar buffer, an argument that is not a
+    CUDA array where one is read, an unusable stream: the full path reports it).
+
+    The key holds everything validation and planning read: each array's
+    signature (plan.array_info), the collections' layout and page size, every
+    scalar with its type (1 and True differ), the host values of the
+    ScalarArgs, the backend and launch environment variables and the stream
+    (the shared workspace is per stream).  Equal keys get equal plans; the
+    addresses are written into the plan's slots at each call."""
+    if type(sa) is not ScalarArgs or type(kv) is not PagedKVCollection:
+        return None
+    if extra_k is None:
+        extra_blocks = extra_scales = None
+        extra_part = None
+    elif type(extra_k) is PagedKVCollection:
+        extra_blocks, extra_scales = extra_k.blocks, extra_k.scales
+        extra_part = (extra_k.layout, extra_k.page_size, extra_scales is None)
+    else:
+        return None
+    if extra_scales is None:
+        extra_scales = extra_scales_ptr
+    sigs, ptrs = zip(*map(array_info, (
+        q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink, sa.buffer,
+        q_scale, kv.scales, d_indices, topk_lengths, logical_indices, extra_blocks, extra_d_indices,
+        extra_topk_lengths, extra_scales)))
+    if sigs[0] is None or NOT_A_DEVICE_ARRAY in sigs:
+        return None
+    try:
+        handle = _stream_handle(stream, q, sigs[0][3])
+    except Exception:   # noqa: BLE001 - the full path validates first, then reports it
+        return None
+    env = os.environ
+    key = (sigs, kv.layout, kv.page_size, extra_part, extra_scales_ptr is None,
+           type(layer_idx), layer_idx, type(scale), scale, type(mask_str), mask_str,
+           type(window), window, type(rope_aware), rope_aware, type(sparse_mla), sparse_mla,
+           type(fold), fold, type(indices_stride), indices_stride, type(extra_stride), extra_stride,
+           type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
+           type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
+           backend, env.get("MLA_CUPY_BACKEND"), env.get(LAUNCH_ENV), handle)
+    try:
+        hash(key)
+    except TypeError:   # e.g. a list where a scalar belongs: validation says so
+        return None
+    return key, ptrs, handle
+
+
+# Plans of the entry points by eager_key; they hold no caller arrays (only
+# kernels and the shared workspace), so forgetting one frees nothing a
+# captured graph uses.
+EAGER_PLANS_MAX = 256
+_eager_plans: dict = {}
+
+
+def _remember(memo: dict, key, value) -> None:
+    while len(memo) >= EAGER_PLANS_MAX:
+        memo.pop(next(iter(memo)), None)
+    memo[key] = value
+
+
+def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx, scale,
+                       num_tokens, num_heads, window) -> dict:
+    """The decode kernel's arguments by ABI name (abi.DECODE): ``given`` the
+    call's array addresses by ABI name (None = null), ``work`` the workspace's
+    (o_part, lse_part); ``sparse`` is validate.SparseArgs or None (dense)."""
     ek = sparse.extra_k if sparse is not None else None
-    values = dict(
-        common, o_part=o_part, lse_part=lse_part, num_heads=num_heads,
-        num_layers=kv.num_layers, layer_idx=layer_idx, page_size=kv.page_size,
-        lookup_stride=kv.lookup_table.shape[1], window=window, num_tokens=num_tokens,
-        scale_log2=scale * LOG2E, group_rows=tiling.group_rows, group_tiles=tiling.group_tiles,
-        d_indices=None, topk_lengths=None, logical_indices=None, extra_d_indices=None,
-        extra_topk_lengths=None, indices_stride=0, extra_stride=0,
+    return dict(
+        given, **work, num_heads=num_heads, num_layers=kv.num_layers, layer_idx=layer_idx,
+        page_size=kv.page_size, lookup_stride=kv.lookup_table.shape[1], window=window,
+        num_tokens=num_tokens, scale_log2=scale * LOG2E, group_rows=tiling.group_rows,
+        group_tiles=tiling.group_tiles,
+        indices_stride=sparse.indices_stride if sparse is not None else 0,
+        extra_stride=sparse.extra_indices_stride if sparse is not None else 0,
         main_rows_total=kv.num_blocks * kv.page_size,
-        extra_blocks=_ptr(ek.blocks, "extra_k.blocks") if ek is not None else None,
         extra_page_size=ek.page_size if ek is not None else 1,
         extra_num_layers=ek.num_layers if ek is not None else 1,
-        extra_rows_total=ek.num_blocks * ek.page_size if ek is not None else 0,
-        q_scale=_ptr(q_scale, "q_scale_ptr"), scales=_ptr(main_scales, "kv_collection.scales"),
-        extra_scales=_ptr(sparse.extra_scales if sparse is not None else None, "extra scales"))
-    if sparse is not None:
-        values.update(
-            d_indices=_ptr(sparse.d_indices, "d_indices"),
-            topk_lengths=_ptr(sparse.topk_lengths, "topk_lengths"),
-            logical_indices=_ptr(sparse.logical_indices, "logical_indices"),
-            extra_d_indices=_ptr(sparse.extra_d_indices, "extra_d_indices"),
-            extra_topk_lengths=_ptr(sparse.extra_topk_lengths, "extra_topk_lengths"),
-            indices_stride=sparse.indices_stride, extra_stride=sparse.extra_indices_stride)
-    return abi.DECODE.pack(values)
+        extra_rows_total=ek.num_blocks * ek.page_size if ek is not None else 0)
 
 
-def combine_launch_args(common: dict, *, o_part, lse_part, num_heads, num_tokens,
-                        num_partitions) -> tuple:
-    """The combine kernel's arguments (abi.COMBINE)."""
-    return abi.COMBINE.pack(dict(
-        {name: common[name] for name in ("attn_sink", "input_row_offsets", "scalar_args", "out", "lse")},
-        o_part=o_part, lse_part=lse_part, num_heads=num_heads, num_tokens=num_tokens,
-        num_partitions=num_partitions))
+def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_partitions) -> dict:
+    """The combine kernel's arguments by ABI name (abi.COMBINE)."""
+    return dict({name: given[name] for name in ("attn_sink", "input_row_offsets", "scalar_args",
+                                                "out", "lse")},
+                **work, num_heads=num_heads, num_tokens=num_tokens, num_partitions=num_partitions)
+
+
+def _on_device(device_id: int):
+    import cupy
+    return cupy.cuda.Device(device_id)
 
 
 def _device_id(x) -> int:
@@ -299,37 +432,13 @@ def _device_id(x) -> int:
     return cupy.cuda.runtime.getDevice()
 
 
-def _as_cupy_stream(stream, q):
-    import cupy
-
-    if stream is None:
-        if is_torch(q):
-            import torch
-            return _external_stream(torch.cuda.current_stream(q.device).cuda_stream)
-        return cupy.cuda.get_current_stream()
-    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
-        return stream
-    if hasattr(stream, "cuda_stream"):   # torch.cuda.Stream
-        return _external_stream(stream.cuda_stream)
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        return _external_stream(stream)
-    raise TypeError(f"stream: expected a cupy/torch CUDA stream, a raw handle or None, "
-                    f"got {type(stream).__name__}")
+_stream_handle = stream_handle
 
 
 @functools.lru_cache(maxsize=None)
 def _smem_limit(device_id: int) -> int:
     from cupy.cuda import runtime
     return runtime.deviceGetAttribute(runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id)
-
-
-def _external_stream(handle: int):
-    import cupy
-    with warnings.catch_warnings():
-        # CuPy 14 prefers Stream.from_external(obj with __cuda_stream__); a raw
-        # handle (torch's .cuda_stream, MAX's stream) still needs ExternalStream.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cupy.cuda.ExternalStream(handle)
 
 
 def _fitting_key(device_id, tile_rows, **axes) -> DecodeKey:
@@ -344,28 +453,30 @@ def _fitting_key(device_id, tile_rows, **axes) -> DecodeKey:
                      f"per block, device {device_id} allows {limit}")
 
 
-# Split-KV partials live in one grow-only buffer per (device, stream): launches
-# on one stream are ordered.  A buffer that is outgrown is retired, not freed,
-# so a CUDA graph captured earlier keeps valid pointers.
+# Split-KV partials of the entry points live in one grow-only buffer per
+# (device, stream): launches on one stream are ordered.  A buffer that is
+# outgrown is retired, not freed, so a CUDA graph captured earlier keeps valid
+# pointers.  Explicit plans (plan_decode) own theirs.
 _workspaces: dict = {}
 _retired_workspaces: list = []
 _workspace_lock = threading.Lock()
 
 
-def _workspace(device_id, stream, num_partitions, num_tokens, num_heads):
-    import cupy
-
-    rows = num_partitions * num_tokens * num_heads
-    key = (device_id, stream.ptr)
+def _workspace(device_id, stream_handle: int, rows: int):
+    key = (device_id, stream_handle)
     with _workspace_lock:
         ws = _workspaces.get(key)
         if ws is None or ws[1].size < rows:
             if ws is not None:
                 _retired_workspaces.append(ws)
-            o_part = cupy.empty(rows * D_V, dtype=np.float32)
-            lse_part = cupy.empty(rows, dtype=np.float32)
-            ws = _workspaces[key] = (o_part, lse_part)
+            ws = _workspaces[key] = _owned_workspace(rows)
     return ws
+
+
+def _owned_workspace(rows: int):
+    """``(o_part [rows * 512], lse_part [rows])`` float32 on the current device."""
+    import cupy
+    return cupy.empty(rows * D_V, dtype=np.float32), cupy.empty(rows, dtype=np.float32)
 
 
 def _empty_like_io(q, shape, dtype_name, torch_io):
@@ -373,6 +484,10 @@ def _empty_like_io(q, shape, dtype_name, torch_io):
         import torch
         return torch.empty(shape, dtype=getattr(torch, dtype_name), device=q.device)
     import cupy
+    return cupy.empty(shape, dtype=_numpy_dtype(dtype_name))
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_dtype(dtype_name: str):
     import ml_dtypes
-    dt = ml_dtypes.bfloat16 if dtype_name == "bfloat16" else np.dtype(dtype_name)
-    return cupy.empty(shape, dtype=dt)
+    return np.dtype(ml_dtypes.bfloat16) if dtype_name == "bfloat16" else np.dtype(dtype_name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,18 @@ class ScalarArgs:
 
     def update(self, batch_size: int, q_max_seq_len: int | None = None, stream=None) -> "ScalarArgs":
         """Rewrite the device buffer in place (same address, so a captured
-        graph sees it) for a replay with ``batch_size`` <= the captured one."""
+        graph sees it) for a replay with ``batch_size`` <= the captured one.
+        ``stream``: where the copy is ordered (a CuPy or torch stream or a raw
+        handle; None: CuPy's current stream)."""
         if q_max_seq_len is None:
             q_max_seq_len = self.q_max_seq_len
         if not 0 <= batch_size <= self.batch_size or not 0 <= q_max_seq_len <= self.q_max_seq_len:
             raise ValueError(f"batch_size/q_max_seq_len: expected at most the packed "
                              f"({self.batch_size}, {self.q_max_seq_len}), got ({batch_size}, {q_max_seq_len})")
         host = np.array([batch_size, q_max_seq_len, self.num_partitions], dtype=np.int64)
+        if stream is not None and not hasattr(stream, "ptr"):   # torch stream or raw handle
+            from .plan import external_stream, stream_handle
+            stream = external_stream(stream_handle(stream, None, None))
         self.buffer.set(host, stream=stream)
         return dataclasses.replace(self, batch_size=batch_size, q_max_seq_len=q_max_seq_len)
 
@@ -64,8 +70,6 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     ``window``: the sliding-window length, if any; ``backend``: the kernel
     family the call will use (as the entry point's ``backend``: None reads
     MLA_CUPY_BACKEND, else auto), whose tiles the split is planned for."""
-    import cupy
-
     if num_partitions is None:
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
@@ -78,7 +82,58 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
         raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
-    return ScalarArgs(cupy.asarray(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+    return ScalarArgs(_upload(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+
+
+def _upload(host: np.ndarray):
+    import cupy
+    return cupy.asarray(host)
+
+
+# mla_decode's scalar buffers: num_partitions memoised per planning input
+# (bounded: max_cache_length moves every decode step), buffers per (device,
+# batch_size, q_max_seq_len, num_partitions).  A buffer is written once, never
+# updated and never freed, so the graphs that captured it stay valid.
+_PARTITIONS_MAX = 4096
+_partitions: dict = {}
+_shared: dict = {}
+_shared_lock = threading.Lock()
+
+
+def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int, num_heads: int,
+                       *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
+                       extra_indices_stride: int = 0, fold_shared_index: bool = False,
+                       num_partitions: int | None = None, window: int | None = None,
+                       backend: str | None = None) -> ScalarArgs:
+    """:func:`pack_scalar_args` for the current device, memoised (what
+    ``mla_decode`` uses): equal arguments give the same read-only ScalarArgs,
+    so a steady decode loop packs and uploads nothing.  Do not ``update`` it."""
+    import os
+
+    from .plan import current_device
+    device_id = current_device()
+    key = (device_id, batch_size, type(q_max_seq_len), q_max_seq_len, max_cache_length, num_heads,
+           layout, sparse_mla, indices_stride, extra_indices_stride, fold_shared_index,
+           type(num_partitions), num_partitions, window, backend, os.environ.get("MLA_CUPY_BACKEND"))
+    try:
+        values = _partitions.get(key)
+    except TypeError:   # unhashable: pack_scalar_args reports it
+        values = key = None
+    if values is not None:
+        return _shared[values]
+    sa = pack_scalar_args(batch_size, q_max_seq_len, max_cache_length, num_heads, layout=layout,
+                          sparse_mla=sparse_mla, indices_stride=indices_stride,
+                          extra_indices_stride=extra_indices_stride,
+                          fold_shared_index=fold_shared_index, num_partitions=num_partitions,
+                          window=window, backend=backend)
+    values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions)
+    with _shared_lock:
+        sa = _shared.setdefault(values, sa)
+        if key is not None:
+            while len(_partitions) >= _PARTITIONS_MAX:
+                _partitions.pop(next(iter(_partitions)), None)
+            _partitions[key] = values
+    return sa
 
 
 def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:

@@ -624,3 +624,161 @@ def to_torch(a: np.ndarray):
     if a.dtype == np.uint32:
         return torch.from_numpy(a.astype(np.int32)).cuda()
     return torch.from_numpy(a).cuda()
+
+
+# ------------------------------------------------------------------ host-only stand-ins
+
+
+class FakeCudaArray:
+    """A stand-in for a CUDA array with no GPU behind it: metadata, the
+    ``__cuda_array_interface__`` and a distinct address (of a small host
+    buffer; nothing ever dereferences it).  ``device``: the id its ``device``
+    reports (None: no ``device`` attribute, as some CUDA arrays have none);
+    ``contiguous=False`` gives every other element of the last axis.  For CPU
+    tests of validation and planning and ``tools/host_cost.py --stub``."""
+
+    def __init__(self, shape, dtype, device: int | None = 0, *, contiguous: bool = True):
+        self.shape = tuple(int(s) for s in shape)
+        if device is not None:
+            self.device = _FakeDevice(device)
+        self.dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+        self._host = np.empty(8, np.uint8)            # owns the address
+        strides, acc = [], self.dtype.itemsize
+        for s in reversed(self.shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        self.strides = tuple(reversed(strides))
+        if not contiguous:
+            self.strides = tuple(2 * s for s in self.strides)
+        self.flags = _CONTIGUOUS if contiguous else _STRIDED
+        self.__cuda_array_interface__ = {"shape": self.shape, "typestr": self.dtype.str,
+                                         "data": (self._host.ctypes.data, False),
+                                         "strides": None if contiguous else self.strides, "version": 3}
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    @property
+    def address(self) -> int:
+        return self.__cuda_array_interface__["data"][0]
+
+    def reshape(self, *shape):
+        """A contiguous view: same address."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if math.prod(shape) != self.size:
+            raise ValueError(f"cannot reshape {list(self.shape)} to {list(shape)}")
+        view = FakeCudaArray(shape, self.dtype, getattr(getattr(self, "device", None), "id", None))
+        view._host = self._host
+        view.__cuda_array_interface__["data"] = self.__cuda_array_interface__["data"]
+        return view
+
+    def __repr__(self):
+        return f"FakeCudaArray({list(self.shape)}, {self.dtype}, 0x{self.address:x})"
+
+
+class _FakeDevice:
+    def __init__(self, device_id: int):
+        self.id = device_id
+
+
+class _Flags:
+    def __init__(self, c_contiguous: bool):
+        self.c_contiguous, self.f_contiguous = c_contiguous, False
+
+
+_CONTIGUOUS, _STRIDED = _Flags(True), _Flags(False)
+
+
+class _FakeKernel:
+    """What a plan reads of a compiled ``cupy.RawKernel``: ``kernel.ptr``."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.kernel = self
+        self.ptr = 0x1000 + len(name)
+
+
+@dataclasses.dataclass
+class StubbedLaunch:
+    """One launch the stub recorded: function, grid, block, shared memory,
+    stream and the parameter slots' values at launch time."""
+
+    func_ptr: int
+    grid: tuple
+    block: tuple
+    smem: int
+    stream: int
+    slots: tuple
+
+
+def stub_device(*, record: bool = True, hopper: bool = True):
+    """A context manager that lets the entry points and plans run on a machine
+    without a GPU: device queries answer device 0 (an sm_90a with an H200's
+    shared memory when ``hopper``), kernels are stand-ins, allocations are
+    :class:`FakeCudaArray`, and ``cuLaunchKernel`` records what it would have
+    launched (a list, yielded) -- or, ``record=False``, does nothing (the
+    Python cost of a call without the launch itself: ``tools/host_cost.py``)."""
+    import contextlib
+
+    from . import dispatch, plan, scalar_args
+    from .variants import hopper_supports, resolve_backend
+
+    launches: list = []
+
+    def no_launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        pass
+
+    def recorded_launch(k, stream):
+        launches.append(StubbedLaunch(k.func_ptr, k.grid, k.block, k.smem, stream, tuple(k.slots)))
+
+    def runs_hopper(key, device_id, backend=None):
+        return (hopper and resolve_backend(backend) != "portable"
+                and hopper_supports(dataclasses.replace(key, tile_rows=64)))
+
+    def stream_handle(stream, q, device_id, _real=plan.stream_handle):
+        return 0 if stream is None else _real(stream, q, device_id)
+
+    def empty(q, shape, dtype_name, torch_io):
+        return FakeCudaArray(shape, dtype_name)
+
+    def workspace(rows):
+        return FakeCudaArray((rows * D_V,), np.float32), FakeCudaArray((rows,), np.float32)
+
+    patches = [(dispatch, "_device_id", lambda x: 0), (dispatch, "_stream_handle", stream_handle),
+               (plan, "stream_handle", stream_handle), (plan, "current_device", lambda: 0),
+               (plan, "_launch_kernel", no_launch), (dispatch, "get_kernel", lambda key, dev: _FakeKernel(key.name)),
+               (dispatch, "runs_hopper", runs_hopper), (dispatch, "_smem_limit", lambda dev: 232448),
+               (dispatch, "_on_device", lambda dev: contextlib.nullcontext()),
+               (dispatch, "_owned_workspace", workspace), (dispatch, "_empty_like_io", empty),
+               (scalar_args, "_upload", lambda host: FakeCudaArray(host.shape, host.dtype)),
+               (scalar_args, "_hopper_plan", lambda layout, sparse, backend: hopper and not sparse
+                and layout in ("bf16", "fp16") and resolve_backend(backend) != "portable")]
+    if record:
+        patches.append((plan.KernelLaunch, "launch", recorded_launch))
+
+    @contextlib.contextmanager
+    def stubbed():
+        saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
+        caches = (dict(dispatch._eager_plans), dict(dispatch._workspaces),
+                  dict(scalar_args._partitions), dict(scalar_args._shared))
+        for memo in (dispatch._eager_plans, dispatch._workspaces, scalar_args._partitions,
+                     scalar_args._shared):
+            memo.clear()       # no plan of the real device leaks in, none of ours out
+        try:
+            for mod, name, value in patches:
+                setattr(mod, name, value)
+            yield launches
+        finally:
+            for mod, name, value in saved:
+                setattr(mod, name, value)
+            for memo, old in zip((dispatch._eager_plans, dispatch._workspaces, scalar_args._partitions,
+                                  scalar_args._shared), caches):
+                memo.clear()
+                memo.update(old)
+    return stubbed()

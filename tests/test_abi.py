@@ -14,6 +14,7 @@ import pytest
 
 from mla_cupy import abi, dispatch, records
 from mla_cupy.cache import PagedKVCollection
+from mla_cupy.plan import ARRAY_PARAMS, RUN_ARRAYS
 from mla_cupy.render import COMBINE_THREADS, kernels_dir, render
 from mla_cupy.schedule import row_tiling
 from mla_cupy.validate import SparseArgs
@@ -70,14 +71,14 @@ def _kv(name, page_size, num_layers, layout=Layout.BF16):
     return kv
 
 
-@pytest.fixture
-def host_views(monkeypatch):
-    """The launch builders see the stand-ins as device arrays as they are."""
-    monkeypatch.setattr(dispatch, "to_cupy", lambda x, name: x)
+def _given(q, offsets, kv, out, lse, sink, scalar_args, sparse=None, q_scale=None) -> dict:
+    """The call's arrays by ABI name, as the dispatcher gathers them (call_arrays)."""
+    return dict(zip(ARRAY_PARAMS, dispatch.call_arrays(q, out, lse, offsets, kv, sink, scalar_args,
+                                                       q_scale, kv.scales, sparse)))
 
 
 @pytest.mark.parametrize("key", DECODE_KEYS, ids=lambda k: k.name)
-def test_decode_signature_and_launch_tuple_agree(key, host_views):
+def test_decode_signature_and_launch_tuple_agree(key):
     sig = signature_of(render(key), key.name)
     assert [n for _, n in sig] == list(abi.DECODE.names)
     kv = _kv("kv", page_size=16, num_layers=3, layout=key.layout)
@@ -86,15 +87,18 @@ def test_decode_signature_and_launch_tuple_agree(key, host_views):
         extra = _kv("extra", page_size=2, num_layers=4, layout=key.layout)
         sparse = SparseArgs(Arr("d_indices"), 8, Arr("topk_lengths"), Arr("logical_indices"), extra,
                             Arr("extra_d_indices"), 6, Arr("extra_topk_lengths"), None)
-    common = dispatch._common_args(Arr("q"), Arr("offsets"), kv, Arr("out"), None, Arr("sink"),
-                                   Arr("scalar_args"))
+    given = _given(Arr("q"), Arr("offsets"), kv, Arr("out"), None, Arr("sink"), Arr("scalar_args"),
+                   sparse, q_scale=Arr("q_scale"))
     tiling = row_tiling(5, 16, per_token=key.sparsity is Sparsity.SPARSE and not key.fold,
                         tile_rows=key.tile_rows)
     o_part = Arr("o_part")
-    args = dispatch.decode_launch_args(
-        common, kv, sparse, tiling, o_part=o_part, lse_part=Arr("lse_part"), layer_idx=2,
-        scale=0.5, num_tokens=9, num_heads=16, window=11, q_scale=Arr("q_scale"), main_scales=None)
-    expect = dict(q=common["q"], blocks=kv.blocks, attn_sink=common["attn_sink"], o_part=o_part,
+    args = abi.DECODE.pack(dispatch.decode_launch_args(
+        given, dict(o_part=o_part, lse_part=Arr("lse_part")), kv, sparse, tiling, layer_idx=2,
+        scale=0.5, num_tokens=9, num_heads=16, window=11))
+    expect = dict(q=given["q"], blocks=kv.blocks, attn_sink=given["attn_sink"], o_part=o_part,
+                  q_scale=given["q_scale"], lookup_table=kv.lookup_table,
+                  cache_lengths=kv.cache_lengths, input_row_offsets=given["input_row_offsets"],
+                  scalar_args=given["scalar_args"], out=given["out"],
                   num_heads=16, num_layers=3, layer_idx=2, page_size=16, lookup_stride=5,
                   window=11, num_tokens=9, scale_log2=np.float32(0.5 * dispatch.LOG2E),
                   group_rows=tiling.group_rows, group_tiles=tiling.group_tiles,
@@ -102,24 +106,65 @@ def test_decode_signature_and_launch_tuple_agree(key, host_views):
     if sparse is not None:
         expect.update(d_indices=sparse.d_indices, extra_blocks=sparse.extra_k.blocks,
                       indices_stride=8, extra_stride=6, extra_page_size=2, extra_num_layers=4,
-                      extra_rows_total=7 * 2, extra_topk_lengths=sparse.extra_topk_lengths)
+                      extra_rows_total=7 * 2, extra_topk_lengths=sparse.extra_topk_lengths,
+                      logical_indices=sparse.logical_indices, topk_lengths=sparse.topk_lengths,
+                      extra_d_indices=sparse.extra_d_indices)
     check_tuple_matches(sig, args, expect)
     assert args[abi.DECODE.names.index("lse")] == 0   # None travels as a null pointer
 
 
 @pytest.mark.parametrize("out_dtype", ["bf16", "fp16"])
-def test_combine_signature_and_launch_tuple_agree(out_dtype, host_views):
+def test_combine_signature_and_launch_tuple_agree(out_dtype):
     key = CombineKey(out_dtype)
     sig = signature_of(render(key), key.name)
     assert [n for _, n in sig] == list(abi.COMBINE.names)
-    common = dispatch._common_args(Arr("q"), Arr("offsets"), _kv("kv", 16, 1), Arr("out"), Arr("lse"),
-                                   None, Arr("scalar_args"))
-    args = dispatch.combine_launch_args(common, o_part=Arr("o_part"), lse_part=Arr("lse_part"),
-                                        num_heads=16, num_tokens=9, num_partitions=3)
-    check_tuple_matches(sig, args, dict(out=common["out"], lse=common["lse"], num_heads=16,
+    given = _given(Arr("q"), Arr("offsets"), _kv("kv", 16, 1), Arr("out"), Arr("lse"), None,
+                   Arr("scalar_args"))
+    args = abi.COMBINE.pack(dispatch.combine_launch_args(
+        given, dict(o_part=Arr("o_part"), lse_part=Arr("lse_part")), num_heads=16, num_tokens=9,
+        num_partitions=3))
+    check_tuple_matches(sig, args, dict(out=given["out"], lse=given["lse"], num_heads=16,
                                         num_tokens=9, num_partitions=3,
-                                        input_row_offsets=common["input_row_offsets"]))
+                                        input_row_offsets=given["input_row_offsets"]))
+    assert args[abi.COMBINE.names.index("attn_sink")] == 0
     assert f"constexpr int NUM_THREADS = {COMBINE_THREADS};" in render(key)
+
+
+def test_array_params_are_the_kernels_pointers():
+    """Every address a plan writes per call lands in a pointer parameter; every
+    pointer parameter but the plan's own workspace is one of them."""
+    for kernel_abi in (abi.DECODE, abi.COMBINE):
+        pointers = {p.name for p in kernel_abi.params if p.is_pointer}
+        assert pointers - set(ARRAY_PARAMS) == {"o_part", "lse_part"}, kernel_abi.kernel
+    assert set(ARRAY_PARAMS) <= {p.name for p in abi.DECODE.params if p.is_pointer}
+    assert ARRAY_PARAMS[:RUN_ARRAYS] == ("q", "out", "lse")
+
+
+@pytest.mark.parametrize("kernel_abi", [abi.DECODE, abi.COMBINE, abi.QUANTIZE], ids=lambda a: a.kernel)
+def test_slots_hold_what_pack_gives(kernel_abi):
+    """pack_slots (cuLaunchKernel's parameter memory) and pack (CuPy's tuple)
+    agree value for value, negative ints and non-integral floats included."""
+    rng = np.random.default_rng()
+    values = {}
+    for p in kernel_abi.params:
+        if p.is_pointer:
+            values[p.name] = None if p.nullable and rng.random() < 0.3 else int(rng.integers(1, 2**63))
+        elif p.ctype == "float":
+            values[p.name] = float(rng.normal()) * 1e3
+        else:
+            values[p.name] = int(rng.integers(-2**31, 2**31))
+    slots = kernel_abi.pack_slots(values)
+    assert slots.itemsize == abi.SLOT_BYTES and len(slots) == len(kernel_abi.params)
+    packed = kernel_abi.pack(values)
+    unpacked = kernel_abi.unpack_slots(slots)
+    for p, a, b in zip(kernel_abi.params, packed, unpacked):
+        assert type(a) is type(b) and a == b, (p.name, a, b, values)
+    # the bytes a 4-byte parameter occupies are the low half of its slot
+    i = next(i for i, p in enumerate(kernel_abi.params) if p.ctype == "int")
+    raw = slots.tobytes()[i * 8:(i + 1) * 8]
+    assert np.frombuffer(raw[:4], np.int32)[0] == values[kernel_abi.params[i].name]
+    with pytest.raises(TypeError, match="expected an address"):
+        kernel_abi.pack_slots(values | {kernel_abi.params[0].name: Arr("x")})
 
 
 @pytest.mark.parametrize("key", [k for k in all_variants() if isinstance(k, QuantizeKey)],

@@ -13,7 +13,6 @@ sentinel exception, so a mutation that slipped through validation shows up as
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 import subprocess
@@ -30,6 +29,7 @@ from mla_cupy import dispatch
 from mla_cupy.cache import PagedKVCollection
 from mla_cupy.dispatch import generic_flare_mla_decode_kv_cache_ragged, mla_decode
 from mla_cupy.scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
+from mla_cupy.testing import FakeCudaArray
 from mla_cupy.variants import Layout
 
 BF16 = ml_dtypes.bfloat16
@@ -39,45 +39,9 @@ B, PAGES, H, T, PAGE = 2, 2, 16, 3, 64
 NUM_BLOCKS = 4
 
 
-class FakeDeviceArray:
-    """Metadata-only stand-in for a CUDA array (no memory behind it)."""
-
-    def __init__(self, shape, dtype, *, contiguous=True):
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = np.dtype(dtype)
-        item = self.dtype.itemsize
-        strides, acc = [], item
-        for s in reversed(self.shape):
-            strides.append(acc)
-            acc *= max(s, 1)
-        self.strides = tuple(reversed(strides))
-        if not contiguous:   # every other element along the last axis
-            self.strides = tuple(s * 2 for s in self.strides)
-        self.flags = types.SimpleNamespace(c_contiguous=contiguous, f_contiguous=False)
-        self.__cuda_array_interface__ = {
-            "shape": self.shape, "typestr": self.dtype.str, "data": (0, False),
-            "strides": None if contiguous else self.strides, "version": 3}
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return math.prod(self.shape)
-
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        assert math.prod(shape) == self.size, (shape, self.shape)
-        return FakeDeviceArray(shape, self.dtype)
-
-    def __repr__(self):
-        return f"FakeDeviceArray({list(self.shape)}, {self.dtype})"
-
-
 def fake(shape, dtype, **kw):
-    return FakeDeviceArray(shape, dtype, **kw)
+    """A metadata-only CUDA array without a ``device`` (the dispatcher asks CUDA for it)."""
+    return FakeCudaArray(shape, dtype, None, **kw)
 
 
 def make_kv(blocks=None, lookup=None, lengths=None, page_size=PAGE, **kw):
@@ -109,8 +73,7 @@ class PastValidation(Exception):
 def past_validation(monkeypatch):
     def stop(*a, **k):
         raise PastValidation
-    for name in ("_device_id", "_as_cupy_stream", "get_kernel", "_common_args", "_workspace",
-                 "_fitting_key"):
+    for name in ("_device_id", "_stream_handle", "get_kernel", "_workspace", "_fitting_key"):
         monkeypatch.setattr(dispatch, name, stop)
 
 

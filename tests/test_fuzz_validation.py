@@ -114,7 +114,7 @@ def mla_decode_baseline() -> dict:
 
 @pytest.fixture
 def fake_packing(monkeypatch):
-    """pack_scalar_args uploads a buffer (needs a GPU): keep its checks, fake the upload."""
+    """shared_scalar_args uploads a buffer (needs a GPU): keep its checks, fake the upload."""
     from mla_cupy import dispatch, scalar_args as sa_module
 
     def pack(batch_size, q_max_seq_len, max_cache_length, num_heads, *, num_partitions=None, **kw):
@@ -125,7 +125,7 @@ def fake_packing(monkeypatch):
             sa_module.check_num_partitions(num_partitions)
         return scalar_args(batch_size=batch_size, q_max_seq_len=q_max_seq_len,
                            num_partitions=num_partitions or 1)
-    monkeypatch.setattr(dispatch, "pack_scalar_args", pack)
+    monkeypatch.setattr(dispatch, "shared_scalar_args", pack)
 
 
 @st.composite

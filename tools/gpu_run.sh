@@ -14,7 +14,7 @@ python3 -m pytest -m gpu -x -q -p no:cacheprovider "$@" tests 2>&1 | tee "$OUT/p
 [ "${MEMCHECK:-1}" = 0 ] || compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tee "$OUT/memcheck.log" | tail -15
 # the bench beside FlashMLA and FlashInfer (installs .whl/ when carried); BENCH_ARGS picks cases
 [ "${BENCH:-1}" = 0 ] || OUT="$OUT" bash tools/gpu_bench.sh ${BENCH_ARGS:-}
-[ "${HOST:-1}" = 0 ] || python3 tools/host_overhead.py 2>&1 | tee "$OUT/host.log" | head -45
+[ "${HOST:-1}" = 0 ] || python3 tools/host_cost.py --profile 2>&1 | tee "$OUT/host.log" | head -60
 # Which target NVRTC builds when both -arch=sm_90a (ours) and CuPy's -arch=sm_90 are given:
 python3 -c "
 from cupy.cuda import nvrtc

@@ -1,0 +1,252 @@
+"""DecodePlan and the entry points' memoised plans, on the CPU (docs/spec.md §12).
+
+``testing.stub_device`` answers the device queries, hands out stand-in kernels
+and records every launch with the parameter slots as cuLaunchKernel would read
+them, so these tests check what would be launched: which addresses land in
+which parameter, when a call re-plans, and that a bad per-call array raises
+before anything is launched.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mla_cupy import (PagedKVCollection, ScalarArgs, abi, dispatch, generic_flare_mla_decode_kv_cache_ragged,
+                      mla_decode, plan_decode)
+from mla_cupy.testing import FakeCudaArray, stub_device
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+B, H, T, PAGE = 3, 16, 4, 64
+F = FakeCudaArray
+
+
+@pytest.fixture
+def launches():
+    with stub_device() as recorded:
+        yield recorded
+
+
+def dense_args(num_partitions=4, batch_size=B, **kw):
+    kv = PagedKVCollection(F((12, PAGE, 576), "bfloat16"), F((B, 5), np.int32), F((B,), np.int32),
+                           PAGE, max_cache_length=300)
+    args = dict(q=F((T, H, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32),
+                kv_collection=kv, layer_idx=0, scale=0.05, output=F((T, H, 512), "bfloat16"),
+                scalar_args_buf=ScalarArgs(F((3,), np.int64), batch_size, 2, num_partitions))
+    args.update(kw)
+    return args
+
+
+def sparse_rope_aware_args():
+    """Every array parameter in use: sparse, an extra stream, fp8_rope_aware
+    scales (the extra stream's through extra_scales_ptr), q_scale, sink, lse."""
+    kv = PagedKVCollection(F((6, 1, PAGE, 640), np.uint8), F((B, 1), np.int32), F((B,), np.int32),
+                           PAGE, scales=F((6, 1, PAGE), np.float32), max_cache_length=100)
+    extra = PagedKVCollection(F((5, 1, 2, 640), np.uint8), F((B, 1), np.int32), F((B,), np.int32), 2,
+                              max_cache_length=0)
+    return dense_args(
+        kv_collection=kv, q=F((T, H, 640), np.uint8), per_token_scale_rope_aware=True,
+        q_scale_ptr=F((T,), np.float32), sparse_mla=True, d_indices=F((T, 8), np.int32),
+        topk_lengths=F((B,), np.int32), logical_indices=F((T, 8), np.int32), extra_k=extra,
+        extra_d_indices=F((T, 4), np.int32), extra_topk_lengths=F((B,), np.int32),
+        extra_scales_ptr=F((5, 1, 2), np.float32), attn_sink_ptr=F((H,), np.float32),
+        lse=F((T, H), np.float32))
+
+
+def expected_addresses(args) -> dict:
+    """ABI name -> the address the kernels must get, from the arguments."""
+    kv, extra = args["kv_collection"], args.get("extra_k")
+    want = dict(q=args["q"], out=args["output"], lse=args.get("lse"),
+                input_row_offsets=args["input_row_offsets"], blocks=kv.blocks,
+                lookup_table=kv.lookup_table, cache_lengths=kv.cache_lengths,
+                attn_sink=args.get("attn_sink_ptr"), scalar_args=args["scalar_args_buf"].buffer,
+                q_scale=args.get("q_scale_ptr"), scales=kv.scales, d_indices=args.get("d_indices"),
+                topk_lengths=args.get("topk_lengths"), logical_indices=args.get("logical_indices"),
+                extra_blocks=extra.blocks if extra is not None else None,
+                extra_d_indices=args.get("extra_d_indices"),
+                extra_topk_lengths=args.get("extra_topk_lengths"),
+                extra_scales=args.get("extra_scales_ptr"))
+    return {k: 0 if v is None else v.address for k, v in want.items()}
+
+
+def check_addresses(launch, kernel_abi, want: dict):
+    for name, address in want.items():
+        if name in kernel_abi.names:
+            assert launch.slots[kernel_abi.index(name)] == address, name
+
+
+def run_entry(args):
+    generic_flare_mla_decode_kv_cache_ragged(**args)
+
+
+@pytest.mark.parametrize("make", [dense_args, sparse_rope_aware_args], ids=["dense", "sparse_fp8"])
+def test_every_address_reaches_its_parameter(launches, make):
+    """The entry's first call (full path), its second (memoised plan) and a
+    plan's run launch the same kernels with the same grids, each array's
+    address in its own parameter; only the workspace differs (the plan owns one)."""
+    args = make()
+    want = expected_addresses(args)
+    run_entry(args)
+    run_entry(args)
+    plan = plan_decode(**args)
+    plan.run(args["q"], args["output"], args.get("lse"))
+    assert len(launches) == 6 and plan.num_partitions == 4
+    first, memo, own = launches[0:2], launches[2:4], launches[4:6]
+    for decode, combine in (first, memo, own):
+        check_addresses(decode, abi.DECODE, want)
+        check_addresses(combine, abi.COMBINE, want)
+        assert decode.grid[1:] == (4, B) and combine.grid == (H, T, 1)
+        work = decode.slots[abi.DECODE.index("o_part")]
+        assert work != 0 and combine.slots[abi.COMBINE.index("o_part")] == work
+    assert first == memo
+    for a, b in zip(first, own):
+        assert (a.func_ptr, a.grid, a.block, a.smem) == (b.func_ptr, b.grid, b.block, b.smem)
+        names = (abi.DECODE if a is first[0] else abi.COMBINE).names
+        differ = {n for n, x, y in zip(names, a.slots, b.slots) if x != y}
+        assert differ == {"o_part", "lse_part"}, differ
+    assert plan.workspace[0].address == own[0].slots[abi.DECODE.index("o_part")]
+
+
+def test_memoised_plan_takes_new_addresses_and_replans_on_change(launches, monkeypatch):
+    built = []
+    real = dispatch._build_plan
+    monkeypatch.setattr(dispatch, "_build_plan", lambda *a, **k: built.append(1) or real(*a, **k))
+    args = dense_args()
+    run_entry(args)
+    run_entry(args | dict(output=F((T, H, 512), "bfloat16"), q=F((T, H, 576), "bfloat16")))
+    assert len(built) == 1, "same signatures, new arrays: the plan is reused"
+    assert launches[2].slots[abi.DECODE.index("out")] != launches[0].slots[abi.DECODE.index("out")]
+    # anything validation or planning reads is part of the key
+    changes = [dict(q=F((T + 1, H, 576), "bfloat16"), output=F((T + 1, H, 512), "bfloat16")),
+               dict(scalar_args_buf=ScalarArgs(F((3,), np.int64), 2, 2, 4)),
+               dict(scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 2, 1)),
+               dict(mask_str="null"), dict(scale=0.25), dict(lse=F((T, H), np.float32)),
+               dict(attn_sink_ptr=F((H,), np.float32)), dict(num_partitions_in=2), dict(stream=7)]
+    for n, change in enumerate(changes, start=2):
+        run_entry(args | change)
+        assert len(built) == n, change
+    assert launches[-2].stream == 7
+    grids = {launch.grid for launch in launches if launch.block[0] != 128}
+    assert (1, 4, 2) in grids and (1, 1, B) in grids and (1, 2, B) in grids
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "portable")
+    run_entry(args)
+    assert len(built) == len(changes) + 2
+
+
+def test_memo_key_tells_bool_from_int(launches):
+    run_entry(dense_args(layer_idx=0))
+    with pytest.raises(TypeError, match="^layer_idx: expected an int, got bool"):
+        run_entry(dense_args(layer_idx=False))
+    assert len(launches) == 2
+
+
+def _mismatches():
+    ok = dict(q=F((T, H, 576), "bfloat16"), output=F((T, H, 512), "bfloat16"), lse=None)
+    return [
+        ("q_dtype", ok | dict(q=F((T, H, 576), np.float16)), TypeError, "q", "bfloat16", "float16"),
+        ("q_shape", ok | dict(q=F((T + 1, H, 576), "bfloat16")), ValueError, "q", "[4, 16, 576]",
+         "[5, 16, 576]"),
+        ("q_host", ok | dict(q=np.zeros((T, H, 576), np.float32)), TypeError, "q", "CUDA array",
+         "ndarray"),
+        ("q_none", ok | dict(q=None), TypeError, "q", "CUDA array", "None"),
+        ("output_shape", ok | dict(output=F((T, H, 576), "bfloat16")), ValueError, "output",
+         "[4, 16, 512]", "[4, 16, 576]"),
+        ("output_dtype", ok | dict(output=F((T, H, 512), np.float16)), TypeError, "output",
+         "bfloat16", "float16"),
+        ("lse_dtype", ok | dict(lse=F((T, H), np.float16)), TypeError, "lse", "float32", "float16"),
+        ("lse_shape", ok | dict(lse=F((T, H + 1), np.float32)), ValueError, "lse", "[4, 16]",
+         "[4, 17]"),
+    ]
+
+
+@pytest.mark.parametrize("case_id,call,exc,name,expected,got", _mismatches(),
+                         ids=[m[0] for m in _mismatches()])
+def test_run_rejects_arrays_unlike_the_planned_ones(launches, case_id, call, exc, name, expected, got):
+    plan = plan_decode(**dense_args())
+    with pytest.raises(exc) as info:
+        plan.run(call["q"], call["output"], call["lse"])
+    msg = str(info.value)
+    assert type(info.value) is exc and msg.startswith(f"{name}: "), msg
+    assert expected in msg and got in msg, msg
+    assert launches == [], "nothing may be launched (output untouched)"
+
+
+def test_run_rejects_another_device_and_non_contiguous(launches):
+    plan = plan_decode(**dense_args())
+    q = F((T, H, 576), "bfloat16", device=1)
+    with pytest.raises(ValueError, match="^q: expected an array on CUDA device 0 .*, got device 1"):
+        plan.run(q, F((T, H, 512), "bfloat16"))
+    strided = F((T, H, 512), "bfloat16")
+    strided.flags = type("Flags", (), {"c_contiguous": False})()
+    strided.strides = (1, 1, 1)
+    with pytest.raises(ValueError, match="^output: expected a C-contiguous array"):
+        plan.run(F((T, H, 576), "bfloat16"), strided)
+    assert launches == []
+
+
+def test_run_takes_lse_the_plan_did_not_have_and_streams(launches):
+    args = dense_args(num_partitions=1)
+    plan = plan_decode(**args)
+    lse = F((T, H), np.float32)
+    plan.run(args["q"], args["output"], lse, stream=11)
+    plan.run(args["q"], args["output"], stream=type("TorchLike", (), {"cuda_stream": 12})())
+    plan.run(args["q"], args["output"], stream=type("CupyLike", (), {"ptr": 13})())
+    assert [launch.stream for launch in launches] == [11, 12, 13]
+    assert launches[0].slots[abi.DECODE.index("lse")] == lse.address
+    assert launches[1].slots[abi.DECODE.index("lse")] == 0
+    with pytest.raises(TypeError, match="^stream: expected a cupy/torch CUDA stream"):
+        plan.run(args["q"], args["output"], stream="default")
+    with pytest.raises(ValueError, match="^stream: expected a stream handle >= 0, got -1"):
+        plan.run(args["q"], args["output"], stream=-1)
+    assert len(launches) == 3
+
+
+def test_plan_validates_like_the_entry(launches):
+    for bad, exc, name in ((dict(layer_idx=1), ValueError, "layer_idx"),
+                           (dict(scale=float("nan")), ValueError, "scale"),
+                           (dict(output=F((T, H, 512), np.float16)), TypeError, "output"),
+                           (dict(d_indices=F((T, 8), np.int32)), ValueError, "d_indices")):
+        for fn in (plan_decode, generic_flare_mla_decode_kv_cache_ragged):
+            with pytest.raises(exc, match=f"^{name}: "):
+                fn(**dense_args(**bad))
+    assert launches == []
+
+
+def test_empty_batch_plan_checks_and_launches_nothing(launches):
+    args = dense_args(scalar_args_buf=ScalarArgs(F((3,), np.int64), 0, 2, 4))
+    plan = plan_decode(**args)
+    assert plan.noop
+    plan.run(args["q"], args["output"])
+    run_entry(args)
+    run_entry(args)
+    with pytest.raises(ValueError, match="^q: "):
+        plan.run(F((T + 1, H, 576), "bfloat16"), args["output"])
+    assert launches == []
+
+
+def test_mla_decode_reuses_its_scalar_buffer(launches):
+    import mla_cupy.scalar_args as sa_module
+    kv = dense_args()["kv_collection"]
+    q, offsets = F((T, H, 576), "bfloat16"), F((B + 1,), np.int32)
+    out = mla_decode(q, kv, offsets, q_max_seq_len=2)
+    out2 = mla_decode(q, kv, offsets, q_max_seq_len=2)
+    assert out.shape == (T, H, 512) and out.address != out2.address
+    sa_slot = abi.DECODE.index("scalar_args")
+    decodes = [launch for launch in launches if len(launch.slots) == len(abi.DECODE.params)]
+    assert len(decodes) == 2 and decodes[0].slots[sa_slot] == decodes[1].slots[sa_slot] != 0
+    assert len(sa_module._shared) == 1
+    mla_decode(q, kv, offsets, q_max_seq_len=1)
+    assert len(sa_module._shared) == 2
+    with pytest.raises(ValueError, match="q_max_seq_len"):
+        mla_decode(q, kv, offsets, q_max_seq_len=True)
+
+
+def test_import_does_not_import_torch():
+    code = ("import sys, mla_cupy; mla_cupy.plan_decode; mla_cupy.DecodePlan; "
+            "raise SystemExit(3 if 'torch' in sys.modules else 0)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr)
