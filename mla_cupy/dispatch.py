@@ -13,13 +13,13 @@ import warnings
 
 import numpy as np
 
-from . import abi, records
+from . import abi, checked, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
 from .cache import PagedKVCollection
 from .compiler import device_arch, get_kernel, runs_hopper
 from .render import COMBINE_THREADS, launch_config
-from .scalar_args import ScalarArgs, check_num_partitions, pack_scalar_args
+from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, pack_scalar_args
 from .schedule import row_tiling
 from .records import D_V, output_dtype_name
 from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity, resolve_backend
@@ -34,7 +34,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
         extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
         extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
-        stream=None, backend=None) -> None:
+        stream=None, backend=None, batch_invariant=False, validate=None) -> None:
     """MLA decode over a ragged batch against a paged latent cache (docs/spec.md).
 
     Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
@@ -48,6 +48,14 @@ def generic_flare_mla_decode_kv_cache_ragged(
     wgmma kernels on sm_90 devices for the variants they cover and the
     portable mma.sync kernels elsewhere; ``"portable"`` forces the latter;
     ``"hopper"`` demands the former and raises where it does not apply.
+
+    ``batch_invariant=True``: each sequence's output and lse are bit-identical
+    whatever else is in the batch (a tile that depends on H alone and the
+    scalar buffer's fixed split count; docs/spec.md §10).  ``validate="full"``
+    (or MLA_CUPY_VALIDATE=1): a device-side check of offsets, lengths, table
+    entries and indices raises ValueError before the decode (one
+    device-to-host copy; docs/spec.md §11); the default ``"host"`` checks
+    shapes and dtypes only.
     """
     # ---- validate (nothing launched, output untouched, on any error) ----
     if not isinstance(kv_collection, PagedKVCollection):
@@ -93,6 +101,10 @@ def generic_flare_mla_decode_kv_cache_ragged(
     if num_partitions_in is not None:
         check_num_partitions(num_partitions_in, "num_partitions_in")
     resolve_backend(backend)
+    batch_invariant = V.check_flag("batch_invariant", batch_invariant)
+    if batch_invariant:
+        check_batch_invariant_split(scalar_args_buf, num_partitions_in)
+    full_check = checked.resolve_validate(validate)
     host_batch, q_max_seq_len, num_partitions = _scalar_args_values(scalar_args_buf)
     if host_batch > batch_size:
         raise ValueError(f"scalar_args_buf: batch_size {host_batch} exceeds the "
@@ -127,8 +139,8 @@ def generic_flare_mla_decode_kv_cache_ragged(
         raise ValueError(f"backend='hopper': needs an sm_90 device and a dense bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")
     else:
-        key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token).tile_rows,
-                           **axes)
+        key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token,
+                                                 batch_invariant=batch_invariant).tile_rows, **axes)
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     with cupy.cuda.Device(device_id):
@@ -145,6 +157,11 @@ def generic_flare_mla_decode_kv_cache_ragged(
             layer_idx=layer_idx, scale=scale, num_tokens=num_tokens, num_heads=num_heads,
             window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
             q_scale=q_scale_ptr, main_scales=main_scales)
+        if full_check:   # raises before the decode; the only device-to-host copy of the call
+            checked.check_on_device(common, kv_collection, sparse, stream=cp_stream, device_id=device_id,
+                                    num_tokens=num_tokens, host_batch=host_batch,
+                                    q_max_seq_len=q_max_seq_len, mask=mask, window=local_window_size,
+                                    fold=fold_shared_index)
         with cp_stream:
             decode((tiling.grid_x, num_partitions, host_batch), (cfg.num_threads,), decode_args,
                    shared_mem=cfg.smem_bytes)
@@ -208,7 +225,7 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
                           extra_indices_stride=kw.get("extra_indices_stride", 0),
                           fold_shared_index=kw.get("fold_shared_index", False),
                           window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
-                          backend=kw.get("backend"))
+                          backend=kw.get("backend"), batch_invariant=kw.get("batch_invariant", False))
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(
