@@ -414,6 +414,89 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
                 extreme=extreme, seed=generator_seed(rng))
 
 
+def sub_case(case: Case, b: int) -> Case:
+    """Sequence ``b`` of a case as a batch of one: its rows of q and of the index
+    arrays, its table row and lengths; the same cache blocks (and extra stream)."""
+    lo, hi = int(case.input_row_offsets[b]), int(case.input_row_offsets[b + 1])
+    sparse = None
+    if case.sparse is not None:
+        sparse = {k: (v[lo:hi] if k.endswith("indices") else v[b:b + 1]) if isinstance(v, np.ndarray)
+                  else v for k, v in case.sparse.items()}
+    return dataclasses.replace(
+        case, q=case.q[lo:hi], input_row_offsets=np.array([0, hi - lo], dtype=case.input_row_offsets.dtype),
+        lookup_table=case.lookup_table[b:b + 1], cache_lengths=case.cache_lengths[b:b + 1],
+        q_scale=None if case.q_scale is None else case.q_scale[lo:hi], sparse=sparse)
+
+
+def only_minus_one(case: Case) -> Case:
+    """The case with every sparse entry the checked mode would refuse made
+    legal in its strict sense (docs/spec.md §11, mla_cupy.checked): out-of-range
+    indices become -1, lengths are clipped to [0, stride], logical positions
+    outside [0, N_b) become -1.  The decode computes the same result."""
+    if case.sparse is None:
+        return case
+    sp = dict(case.sparse)
+    streams = [("d_indices", "topk_lengths", case.blocks.shape[0] * case.page_size)]
+    if sp.get("extra_d_indices") is not None:
+        streams.append(("extra_d_indices", "extra_topk_lengths",
+                        case.extra_blocks.shape[0] * case.extra_page_size))
+    for idx, lengths, total in streams:
+        d = sp[idx].copy()
+        d[(d < 0) | (d >= total)] = -1
+        sp[idx] = d
+        if sp.get(lengths) is not None:
+            sp[lengths] = np.clip(sp[lengths], 0, d.shape[1]).astype(np.int32)
+    if sp.get("logical_indices") is not None:
+        lg = sp["logical_indices"].copy()
+        offs = case.input_row_offsets.astype(np.int64)
+        for b in range(case.batch_size):
+            n = int(case.cache_lengths[b]) + int(offs[b + 1] - offs[b])
+            rows = lg[offs[b]:offs[b + 1]]
+            rows[(rows < 0) | (rows >= n)] = -1
+        sp["logical_indices"] = lg
+    return dataclasses.replace(case, sparse=sp)
+
+
+def checked_mode_inputs(case: Case, *, device_batch=None, q_max_seq_len=None) -> dict:
+    """Keyword arguments of :func:`mla_cupy.checked.find_violation` for a case as
+    :func:`run_gpu` calls it (host batch = B, the case's q_max_seq_len unless given)."""
+    sparse = None
+    if case.sparse is not None:
+        sp = case.sparse
+        sparse = dict(d_indices=sp["d_indices"], topk_lengths=sp["topk_lengths"],
+                      logical_indices=sp["logical_indices"] if case.mask != "null" else None,
+                      fold=sp["fold_shared_index"],
+                      main_rows_total=case.blocks.shape[0] * case.page_size,
+                      extra_d_indices=sp["extra_d_indices"], extra_topk_lengths=sp["extra_topk_lengths"],
+                      extra_rows_total=(0 if case.extra_blocks is None
+                                        else case.extra_blocks.shape[0] * case.extra_page_size))
+    return dict(input_row_offsets=case.input_row_offsets, num_tokens=case.q.shape[0],
+                device_batch=case.batch_size if device_batch is None else device_batch,
+                host_batch=case.batch_size,
+                q_max_seq_len=case.q_max_seq_len if q_max_seq_len is None else q_max_seq_len,
+                cache_lengths=case.cache_lengths, lookup_table=case.lookup_table,
+                page_size=case.page_size, num_blocks=case.blocks.shape[0],
+                window=case.window if case.mask == "sliding_window_causal" else None, sparse=sparse)
+
+
+def checked_mode_facts(case: Case, *, q_max_seq_len=None):
+    """The :class:`mla_cupy.checked.CallFacts` of a case (for messages)."""
+    from .checked import CallFacts
+    sp = case.sparse or {}
+    extra = sp.get("extra_d_indices")
+    return CallFacts(
+        num_tokens=case.q.shape[0], host_batch=case.batch_size,
+        q_max_seq_len=case.q_max_seq_len if q_max_seq_len is None else q_max_seq_len,
+        capacity=case.lookup_table.shape[1] * case.page_size, num_blocks=case.blocks.shape[0],
+        indices_stride=sp["d_indices"].shape[1] if sp else 0,
+        main_rows_total=case.blocks.shape[0] * case.page_size,
+        extra_stride=extra.shape[1] if extra is not None else 0,
+        extra_rows_total=0 if extra is None else case.extra_blocks.shape[0] * case.extra_page_size,
+        signed=frozenset(name for name, a in (
+            ("input_row_offsets", case.input_row_offsets), ("kv_collection.cache_lengths", case.cache_lengths),
+            ("kv_collection.lookup_table", case.lookup_table)) if a.dtype == np.int32))
+
+
 def reference(case: Case):
     from .reference import mla_decode_reference
     return mla_decode_reference(
@@ -452,10 +535,11 @@ def fill_nan(a):
     return a
 
 
-def run_gpu(case: Case, *, return_lse=True, num_partitions=None):
+def run_gpu(case: Case, *, return_lse=True, num_partitions=None, **decode_kwargs):
     """Upload a case and run :func:`mla_decode` into NaN-filled buffers: ``out``, and
     ``lse`` when ``return_lse`` (else the ``lse=None`` path, mla_decode's default).
-    Returns host ``(out as float32, lse or None)``."""
+    ``decode_kwargs`` (``backend``, ``batch_invariant``, ``validate``, ``stream``) go
+    to mla_decode.  Returns host ``(out as float32, lse or None)``."""
     import cupy
     from .dispatch import mla_decode
 
@@ -469,7 +553,7 @@ def run_gpu(case: Case, *, return_lse=True, num_partitions=None):
         attn_sink=None if case.attn_sink is None else cupy.asarray(case.attn_sink),
         num_partitions=num_partitions if num_partitions is not None else case.num_partitions,
         out=out, lse=lse, q_max_seq_len=case.q_max_seq_len,
-        **case.sparse_kwargs(cupy), **case.fp8_kwargs(cupy))
+        **case.sparse_kwargs(cupy), **case.fp8_kwargs(cupy), **decode_kwargs)
     return out.get().astype(np.float32), None if lse is None else lse.get()
 
 
