@@ -204,10 +204,11 @@ def _resolve_layout(layout, dtype, d_qk, q_fp8, extreme):
 
 
 def _live(blocks) -> np.ndarray:
-    """Slots holding a row: float rows without NaN, or fp8 records whose first byte is not NaN."""
+    """Slots holding a row: float rows starting with a finite value (unused ones hold
+    NaN, or ±inf after :func:`poison_unread`), or fp8 records whose first byte is not NaN."""
     if blocks.dtype == np.uint8:
         return (blocks[..., 0] & 0x7F) != 0x7F
-    return ~np.isnan(np.asarray(blocks[..., 0], dtype=np.float32))
+    return np.isfinite(np.asarray(blocks[..., 0], dtype=np.float32))
 
 
 def _add_extremes(rng, blocks, layout):
@@ -495,6 +496,101 @@ def checked_mode_facts(case: Case, *, q_max_seq_len=None):
         signed=frozenset(name for name, a in (
             ("input_row_offsets", case.input_row_offsets), ("kv_collection.cache_lengths", case.cache_lengths),
             ("kv_collection.lookup_table", case.lookup_table)) if a.dtype == np.int32))
+
+
+# ------------------------------------------------------------------ masked means never read
+
+POISON = (np.nan, np.inf, -np.inf)
+
+
+def read_rows(case: Case) -> tuple[set, set]:
+    """The (block, slot) rows of layer ``layer_idx`` the decode may read
+    (docs/spec.md §11): dense, the keys some new token sees; sparse, the rows
+    behind valid entries at slots in use that some token of the sequence sees
+    (for ``fold``, through the first token's row), and the valid extra entries in
+    use.  Returns (main rows, extra rows)."""
+    offs = case.input_row_offsets.astype(np.int64)
+    main, extra = set(), set()
+    for b in range(case.batch_size):
+        o0, o1 = int(offs[b]), int(offs[b + 1])
+        c, seq_len = int(case.cache_lengths[b]), o1 - o0
+        if case.sparse is None:
+            lo, hi = visible_key_range(c, seq_len, case.mask, case.window)
+            main.update((int(case.lookup_table[b, j // case.page_size]), j % case.page_size)
+                        for j in range(lo, hi))
+            continue
+        sp = case.sparse
+        d, lg = sp["d_indices"], sp["logical_indices"]
+        k = d.shape[1] if sp["topk_lengths"] is None else min(d.shape[1], int(sp["topk_lengths"][b]))
+        k = max(0, min(k, c + seq_len))
+        total = case.blocks.shape[0] * case.page_size
+        for i in range(seq_len):
+            row = o0 if sp["fold_shared_index"] else o0 + i
+            last = c + (seq_len - 1 if sp["fold_shared_index"] else i)   # the latest token that uses the row
+            for s in range(k):
+                e = int(d[row, s])
+                pos = s if lg is None else int(lg[row, s])
+                seen = case.mask == "null" or 0 <= pos <= last
+                if 0 <= e < total and seen:
+                    main.add((e // case.page_size, e % case.page_size))
+            ed = sp["extra_d_indices"]
+            if ed is None:
+                continue
+            ke = ed.shape[1] if sp["extra_topk_lengths"] is None else \
+                min(ed.shape[1], int(sp["extra_topk_lengths"][b]))
+            etotal = case.extra_blocks.shape[0] * case.extra_page_size
+            for e in ed[o0 + i, :max(0, ke)].tolist():
+                if 0 <= e < etotal:
+                    extra.add((e // case.extra_page_size, e % case.extra_page_size))
+    return main, extra
+
+
+def _poison_rows(blocks, scales, layout, keep, layer_idx):
+    """Copies of ``blocks`` (and ``scales``) where every row but ``keep`` (rows of
+    layer ``layer_idx``) holds NaN, +inf or -inf (row by row, in turn) in each of
+    its parts' own encoding: 16-bit values, e4m3 NaN bytes (e4m3 has no infinity),
+    float32 group scales and σ, bf16 rope values."""
+    from .records import is_byte_record, rope_at, scales_at
+    blocks = blocks.copy()
+    scales = None if scales is None else scales.copy()
+    flat = blocks.reshape(-1, blocks.shape[-1])
+    nb, nl, ps = blocks.shape[:3]
+    kept = np.zeros((nb, nl, ps), dtype=bool)
+    for blk, slot in keep:
+        kept[blk, layer_idx, slot] = True
+    rows = np.flatnonzero(~kept.reshape(-1))
+    for n, r in enumerate(rows):
+        value = POISON[n % len(POISON)]
+        if not is_byte_record(Layout(layout)):
+            flat[r] = value
+            continue
+        flat[r, :D_V] = 0xFF if n % 2 else 0x7F   # the two e4m3 NaNs
+        if layout == "fp8":
+            flat[r, D_V:] = 0x7F
+            continue
+        rope = np.full((flat.shape[1] - rope_at(layout)) // 2, value, dtype=ml_dtypes.bfloat16)
+        flat[r, rope_at(layout):] = rope.view(np.uint8)
+        at = scales_at(layout)
+        if at is not None:
+            flat[r, at:rope_at(layout)] = np.full((rope_at(layout) - at) // 4, value, np.float32).view(np.uint8)
+        if scales is not None:
+            scales.reshape(-1)[r] = value
+    return blocks, scales
+
+
+def poison_unread(case: Case) -> Case:
+    """The case with NaN, +inf and -inf in every cache row (and σ) the decode must
+    not read (:func:`read_rows`): masked and hidden slots, invalid indices, slots
+    past topk_lengths, pages past cache_lengths, keys outside a sliding window,
+    other layers.  The result must not change, bit for bit (masked means never read)."""
+    main, extra = read_rows(case)
+    layout = case.kv_layout
+    blocks, scales = _poison_rows(case.blocks, case.scales, layout, main, case.layer_idx)
+    extra_blocks, extra_scales = case.extra_blocks, case.extra_scales
+    if extra_blocks is not None:
+        extra_blocks, extra_scales = _poison_rows(extra_blocks, extra_scales, layout, extra, case.layer_idx)
+    return dataclasses.replace(case, blocks=blocks, scales=scales, extra_blocks=extra_blocks,
+                               extra_scales=extra_scales)
 
 
 def reference(case: Case):
