@@ -41,15 +41,14 @@ def test_sparse_poison_leaves_the_reference_unchanged(rng, layout, mask, fold):
 def test_rows_behind_hidden_slots_are_poisoned(rng):
     """The helper poisons live rows that only masked slots point at (not only the
     already-dead ones): sparse causal with a slot hidden from its only token."""
-    case = make_sparse_case(rng, seq_lens=[1], cache_lens=[3], indices_stride=8, num_heads=4, page_size=8,
+    case = make_sparse_case(rng, seq_lens=[2], cache_lens=[5], indices_stride=8, num_heads=4, page_size=8,
                             valid_fraction=1.0)
-    case.sparse["topk_lengths"] = None
-    case.cache_lengths[0] = 5      # N_0 = 6: slots 0..5 in use, slot 5 > C_0 + 0 hidden
+    # N_0 = 7: slots 0..6 in use; slot 6 > C_0 + 0 is hidden from token 0 (row 0)
     d = case.sparse["d_indices"]
-    visible = {int(e) for e in d[0, :5]}
+    visible = {int(e) for e in d[0, :6]} | {int(e) for e in d[1, :7]}
     live = np.flatnonzero(np.isfinite(case.blocks[:, 0, :, 0].astype(np.float32)).reshape(-1))
     hidden = int(next(r for r in live if int(r) not in visible))
-    d[0, 5] = hidden
+    d[0, 6] = hidden
     main, _ = read_rows(case)
     assert {blk * 8 + slot for blk, slot in main} == visible
     assert np.isfinite(case.blocks[hidden // 8, 0, hidden % 8].astype(np.float32)).all()
