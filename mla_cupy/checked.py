@@ -42,6 +42,7 @@ class Rule:
     where: str       # the position, formatted with b, pos, t, s
     expected: str    # formatted with the call's facts (:func:`_facts`)
     signed_by: str | None = None   # the argument whose dtype says if the raw 32 bits are signed
+    got: str = "{value}"           # how the value is shown
 
 
 RULES = (
@@ -53,12 +54,12 @@ RULES = (
     Rule("offsets_end", "input_row_offsets", "entry {pos} (the last)",
          "T = q.shape[0] = {num_tokens}", "input_row_offsets"),
     Rule("q_max_seq_len", "scalar_args_buf", "sequence {b} (its new tokens S_b)",
-         "S_b <= q_max_seq_len = {q_max_seq_len}"),
+         "S_b <= q_max_seq_len = {q_max_seq_len}", got="S_b = {value}"),
     Rule("cache_overflow", "kv_collection.cache_lengths", "sequence {b}",
-         "C_b >= 0 with C_b + S_b < 2^31", "kv_collection.cache_lengths"),
+         "C_b >= 0 with C_b + S_b < 2^31", "kv_collection.cache_lengths", "C_b = {value}"),
     Rule("cache_capacity", "kv_collection.cache_lengths", "sequence {b}",
          "C_b + S_b <= lookup_table.shape[1] * page_size = {capacity} keys (the table's capacity)",
-         "kv_collection.cache_lengths"),
+         "kv_collection.cache_lengths", "C_b = {value}"),
     Rule("lookup", "kv_collection.lookup_table", "sequence {b}, page {pos}",
          "a block id in [0, num_blocks = {num_blocks}) for a page holding visible keys",
          "kv_collection.lookup_table"),
@@ -120,7 +121,8 @@ def message(v: Violation, facts: CallFacts) -> str:
     t, s = divmod(v.position, stride) if rule.where.count("{t}") and stride else (0, 0)
     fmt = dict(dataclasses.asdict(facts), b=v.sequence, pos=v.position, pos_before=v.position - 1,
                t=t, s=s)
-    return f"{rule.argument}: {rule.where.format(**fmt)}: expected {rule.expected.format(**fmt)}, got {v.value}"
+    return (f"{rule.argument}: {rule.where.format(**fmt)}: expected {rule.expected.format(**fmt)}, "
+            f"got {rule.got.format(value=v.value)}")
 
 
 def _signed_value(rule: Rule, raw: int, facts: CallFacts) -> int:

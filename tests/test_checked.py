@@ -71,14 +71,14 @@ def test_each_dense_rule(rng, rule, mutate, expect):
     b, pos, value = expect
     assert v == Violation(rule, b, pos, v.value) and (value is None or v.value == value), v
     text = message(v, checked_mode_facts(case))
-    assert text.startswith(f"{checked.RULES[RULE_INDEX[rule]].argument}: ") and f"got {v.value}" in text
+    assert text.startswith(f"{checked.RULES[RULE_INDEX[rule]].argument}: ") and text.endswith(f"{v.value}")
 
 
 def test_q_max_seq_len_and_device_batch(rng):
     case = dense(rng)
     v = violation(case, q_max_seq_len=2)
     assert v == Violation("q_max_seq_len", 1, 1, 3)
-    assert "S_b <= q_max_seq_len = 2, got 3" in message(v, checked_mode_facts(case, q_max_seq_len=2))
+    assert "S_b <= q_max_seq_len = 2, got S_b = 3" in message(v, checked_mode_facts(case, q_max_seq_len=2))
     assert violation(case, device_batch=5) == Violation("scalar_batch", 0, 0, 5)
     assert violation(case, device_batch=-1) == Violation("scalar_batch", 0, 0, -1)
 
