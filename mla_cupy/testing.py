@@ -769,16 +769,17 @@ def compare(out, lse, ref_out, ref_lse, *, tol: Tolerance | None = None, dtype=N
     return Comparison(ok, max_err, at(bound), worst, lse_err, rel_rms, msg)
 
 
-def check_case(case: Case, *, num_partitions=None):
+def check_case(case: Case, *, num_partitions=None, **decode_kwargs):
     """Run a case on the GPU twice, with lse and with ``lse=None`` (mla_decode's
     default; the kernels skip the lse stores), outputs NaN-filled before each launch.
     The first must match the reference within :func:`tolerance_for`; the second
-    output must equal the first bit for bit (docs/spec.md §10).  Returns
-    ``(Comparison, out, lse, ref_out, ref_lse)``; asserts nothing."""
-    out, lse = run_gpu(case, num_partitions=num_partitions)
+    output must equal the first bit for bit (docs/spec.md §10).  ``decode_kwargs``
+    as in :func:`run_gpu`.  Returns ``(Comparison, out, lse, ref_out, ref_lse)``;
+    asserts nothing."""
+    out, lse = run_gpu(case, num_partitions=num_partitions, **decode_kwargs)
     ref_out, ref_lse = reference(case)
     cmp = compare(out, lse, ref_out, ref_lse, tol=tolerance_for(case))
-    out_without_lse, _ = run_gpu(case, return_lse=False, num_partitions=num_partitions)
+    out_without_lse, _ = run_gpu(case, return_lse=False, num_partitions=num_partitions, **decode_kwargs)
     differ = out.view(np.uint32) != out_without_lse.view(np.uint32)
     if differ.any():
         idx = tuple(int(i) for i in np.argwhere(differ)[0])
