@@ -4,6 +4,7 @@ fixture: each test compiles only the variants it runs (CuPy's disk cache keeps
 them), so this file alone takes a few minutes on a fresh machine."""
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -262,3 +263,35 @@ def test_two_streams_in_parallel_give_the_serial_bytes(rng):
         for (out, lse), (ref_out, ref_lse) in zip(bufs, serial + serial[:1]):
             assert np.array_equal(out.get().view(np.uint16), ref_out.view(np.uint16)), f"rep {rep}"
             assert np.array_equal(lse.get().view(np.uint32), ref_lse.view(np.uint32)), f"rep {rep}"
+
+
+# ------------------------------------------------------------ compile cache, real path
+
+_CACHE_VARIANTS = ("mla_combine_fp16", "mla_decode_fp16_null_dense_fold0_m16")
+
+
+def _get_kernels_in_fresh_process(cache_dir):
+    os.environ["CUPY_CACHE_DIR"] = cache_dir
+    from mla_cupy.compiler import get_kernel
+    for name in _CACHE_VARIANTS:
+        get_kernel(name)
+    return sorted(os.listdir(cache_dir))
+
+
+def test_processes_share_cupys_cache_and_survive_a_truncated_file(tmp_path):
+    import concurrent.futures as cf
+    import multiprocessing
+    from cupy.cuda._compiler_cache import DiskKernelCacheBackend
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(3, mp_context=ctx) as pool:
+        listings = list(pool.map(_get_kernels_in_fresh_process, [str(tmp_path)] * 3))
+    cubins = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
+    assert len(cubins) == len(_CACHE_VARIANTS) and all(set(cubins) <= set(lst) for lst in listings)
+    cache = DiskKernelCacheBackend(str(tmp_path))
+    good = {f: cache.load(f) for f in cubins}
+    assert all(v is not None for v in good.values())
+    path = tmp_path / cubins[0]
+    path.write_bytes(path.read_bytes()[:100])
+    with cf.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        pool.submit(_get_kernels_in_fresh_process, str(tmp_path)).result()
+    assert cache.load(cubins[0]) == good[cubins[0]]
