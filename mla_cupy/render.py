@@ -10,7 +10,7 @@ arch and NVRTC version) can never serve a stale binary.
 
 Templates live in ``kernels/`` by family: ``common/`` (helpers every family
 includes), ``portable/`` (the mma.sync decode kernel), ``hopper/`` (sm_90a
-decode kernels), ``combine/``, ``quantize/``.
+decode kernels), ``combine/``, ``quantize/``, ``check/`` (the checked mode).
 """
 from __future__ import annotations
 
