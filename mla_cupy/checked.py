@@ -210,15 +210,18 @@ def _sparse_violations(note, b, tok0, seq_len, num_keys, sp):
     def bad(e, total):
         return e != -1 and not 0 <= e < total
 
+    def in_use(lengths, stride, rule):
+        """Slots in use by the length rule of §5 (before the N_b bound), noting a bad length."""
+        if lengths is None:
+            return stride
+        t = int(lengths[b])
+        if not 0 <= t <= stride:
+            note(rule, b, b, t)
+        return max(0, min(stride, t))
+
     d = np.asarray(sp["d_indices"]).astype(np.int64)
     stride = d.shape[1]
-    k = stride
-    if sp.get("topk_lengths") is not None:
-        t = int(sp["topk_lengths"][b])
-        if not 0 <= t <= stride:
-            note("topk", b, b, t)
-        k = min(k, t)
-    k = max(0, min(k, num_keys))
+    k = min(in_use(sp.get("topk_lengths"), stride, "topk"), num_keys)
     rows = range(tok0, tok0 + (min(seq_len, 1) if sp.get("fold") else seq_len))
     for t in rows:
         for s in range(k):
@@ -233,14 +236,9 @@ def _sparse_violations(note, b, tok0, seq_len, num_keys, sp):
     if sp.get("extra_d_indices") is not None:
         ed = np.asarray(sp["extra_d_indices"]).astype(np.int64)
         estride = ed.shape[1]
-        ke = estride
-        if sp.get("extra_topk_lengths") is not None:
-            t = int(sp["extra_topk_lengths"][b])
-            if not 0 <= t <= estride:
-                note("extra_topk", b, b, t)
-            ke = min(ke, t)
+        ke = in_use(sp.get("extra_topk_lengths"), estride, "extra_topk")
         for t in range(tok0, tok0 + seq_len):
-            for e in range(max(0, ke)):
+            for e in range(ke):
                 if bad(ed[t, e], sp["extra_rows_total"]):
                     note("extra_index", b, t * estride + e, ed[t, e])
 
