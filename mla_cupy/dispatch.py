@@ -6,6 +6,7 @@ packs the scalar arguments.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import threading
@@ -218,14 +219,20 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
         shape = getattr(kw.get(idx_name), "shape", None)
         if shape and not kw.get(stride_name):   # anything else is reported by validation
             kw[stride_name] = int(shape[-1])
-    sa = pack_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
-                          layout=layout.value, num_partitions=num_partitions,
-                          sparse_mla=kw.get("sparse_mla", False),
-                          indices_stride=kw.get("indices_stride", 0),
-                          extra_indices_stride=kw.get("extra_indices_stride", 0),
-                          fold_shared_index=kw.get("fold_shared_index", False),
-                          window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
-                          backend=kw.get("backend"), batch_invariant=kw.get("batch_invariant", False))
+    # The buffer is uploaded in the order of the call's stream (given, or torch's current
+    # one): a non-blocking stream does not wait for CuPy's current stream, so its decode
+    # could read the buffer before the copy lands.
+    upload_order = (_as_cupy_stream(stream, q) if stream is not None or is_torch(q)
+                    else contextlib.nullcontext())
+    with upload_order:
+        sa = pack_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
+                              layout=layout.value, num_partitions=num_partitions,
+                              sparse_mla=kw.get("sparse_mla", False),
+                              indices_stride=kw.get("indices_stride", 0),
+                              extra_indices_stride=kw.get("extra_indices_stride", 0),
+                              fold_shared_index=kw.get("fold_shared_index", False),
+                              window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
+                              backend=kw.get("backend"), batch_invariant=kw.get("batch_invariant", False))
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(
