@@ -218,6 +218,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0)
     p.add_argument("--peer", action="append", default=[], metavar="NAME",
                    help="flashmla or flashinfer (repeatable); run on the same inputs when importable")
+    p.add_argument("--batch-invariant", action="store_true",
+                   help=f"also time mla_cupy with batch_invariant=True (entry {BATCH_INVARIANT_IMPL!r}), "
+                        "to see its cost against the default split")
     p.add_argument("--repeats", type=int, default=30, help=f"timed repeats (>= {MIN_REPEATS})")
     p.add_argument("--eager-calls", type=int, default=50, help="back-to-back calls for the eager time")
     p.add_argument("--check-seqs", type=int, default=4, help="sequences checked against the reference")
@@ -329,7 +332,7 @@ def timed_entry(case, ceilings, *, us, best_us, ahead, eager_us, host_us, max_er
 
 def finish_row(row: dict) -> None:
     ours = row["impls"].get("mla_cupy", {})
-    peers = {k: v.get("us") for k, v in row["impls"].items() if k != "mla_cupy"}
+    peers = {k: v.get("us") for k, v in row["impls"].items() if not k.startswith("mla_cupy")}
     row["ratio"], row["best_peer"] = speed_ratio(ours.get("us"), peers)
 
 
@@ -406,7 +409,8 @@ def run(cases, args) -> dict:
         except Exception as e:  # noqa: BLE001 - one failing case must not stop the table
             row["impls"]["mla_cupy"] = dict(status="error", reason=_one_line(e))
         finish_row(row)
-        print(format_row(row, [p.name for p in peers]), flush=True)
+        extra = [BATCH_INVARIANT_IMPL] if getattr(args, "batch_invariant", False) else []
+        print(format_row(row, extra + [p.name for p in peers]), flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
     return report
 
@@ -418,6 +422,8 @@ def bench_case(case, row, peers, timer, ceilings, args) -> None:
     expected = reference_rows(case, inputs, picked)
     row["check"] = dict(sequences=picked, reference_s=round(time.perf_counter() - t0, 3))
     impls = [("mla_cupy", lambda: ours(case, inputs), None)]
+    if getattr(args, "batch_invariant", False):
+        impls.append((BATCH_INVARIANT_IMPL, lambda: ours(case, inputs, batch_invariant=True), None))
     impls += [(p.name, (lambda p=p: p.prepare(case, inputs)), p.available() or p.unsupported(case))
               for p in peers]
     for name, prepare, reason in impls:
@@ -563,18 +569,23 @@ def sparse_indices(case, table, counts, draw: _Draw):
     return xp.where(valid, rows, -1).astype(np.int32)
 
 
-def ours(case, inputs):
-    """(timed call, checked call -> (out, lse), extra fields) of mla_cupy's serving path."""
+BATCH_INVARIANT_IMPL = "mla_cupy[batch_invariant]"
+
+
+def ours(case, inputs, batch_invariant=False):
+    """(timed call, checked call -> (out, lse), extra fields) of mla_cupy's serving path
+    (``batch_invariant``: the fixed split of docs/spec.md §10)."""
     import cupy
 
     from .dispatch import generic_flare_mla_decode_kv_cache_ragged
     from .scalar_args import pack_scalar_args
     kv = inputs.kv
     sa = pack_scalar_args(case.batch_size, case.q_len, kv.max_cache_length, case.num_heads,
-                          layout=case.layout, sparse_mla=case.sparse, indices_stride=case.sparse_topk)
+                          layout=case.layout, sparse_mla=case.sparse, indices_stride=case.sparse_topk,
+                          batch_invariant=batch_invariant)
     out = cupy.empty((case.num_tokens, case.num_heads, D_V), dtype=inputs.q.dtype)
     lse = cupy.empty((case.num_tokens, case.num_heads), dtype=np.float32)
-    kw = dict(mask_str=case.mask, attn_sink_ptr=inputs.sink)
+    kw = dict(mask_str=case.mask, attn_sink_ptr=inputs.sink, batch_invariant=batch_invariant)
     if case.sparse:
         kw.update(sparse_mla=True, d_indices=inputs.d_indices, indices_stride=case.sparse_topk)
 

@@ -164,12 +164,24 @@ def _supported_sms() -> tuple[int, ...]:
 def compile_offline(key: DecodeKey | CombineKey | str, arch: str = "sm_90a") -> Resources:
     """Compile to a cubin with NVRTC, without a GPU; return ptxas's resources.
     ``arch`` takes any form :func:`parse_arch` reads."""
-    from cupy.cuda import nvrtc
-
     key = _as_key(key)
     arch = parse_arch(arch)
+    _, log = _nvrtc_cubin(key, arch, ["-Xptxas=-v"])
+    return parse_ptxas_log(key, arch, log)
+
+
+def compile_cubin(key: DecodeKey | CombineKey | str, arch: str = "sm_90a") -> bytes:
+    """The cubin NVRTC makes of a variant, without a GPU (the options of
+    :func:`compile_offline` minus the resource report)."""
+    key = _as_key(key)
+    return _nvrtc_cubin(key, parse_arch(arch), [])[0]
+
+
+def _nvrtc_cubin(key, arch: str, extra: list) -> tuple[bytes, str]:
+    from cupy.cuda import nvrtc
+
     source = render(key)
-    options = [*BASE_OPTIONS, f"-arch={arch}", "-Xptxas=-v", "-ftz=true"]
+    options = [*BASE_OPTIONS, f"-arch={arch}", *extra, "-ftz=true"]
     inc = _nvrtc_include_dir()
     if inc:
         options.append(f"-I{inc}")
@@ -180,10 +192,9 @@ def compile_offline(key: DecodeKey | CombineKey | str, arch: str = "sm_90a") -> 
         except nvrtc.NVRTCError:
             log = nvrtc.getProgramLog(prog)
             raise KernelCompileError(key.name, log, *_dump_source(key.name, source)) from None
-        log = nvrtc.getProgramLog(prog)
+        return nvrtc.getCUBIN(prog), nvrtc.getProgramLog(prog)
     finally:
         nvrtc.destroyProgram(prog)
-    return parse_ptxas_log(key, arch, log)
 
 
 _RE_REGS = re.compile(r"Used (\d+) registers")

@@ -6,6 +6,7 @@ packs the scalar arguments.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -14,15 +15,15 @@ import threading
 
 import numpy as np
 
-from . import abi, records
+from . import abi, checked, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
 from .plan import (ARRAY_PARAMS, LAUNCH_ENV, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
-                   array_info, launch_mode, stream_handle)
+                   array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import device_arch, get_kernel, runs_hopper
 from .render import COMBINE_THREADS, launch_config
-from .scalar_args import ScalarArgs, check_num_partitions, shared_scalar_args
+from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
 from .schedule import row_tiling
 from .records import D_V, output_dtype_name
 from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity, resolve_backend
@@ -37,7 +38,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
         extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
         extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
-        stream=None, backend=None) -> None:
+        stream=None, backend=None, batch_invariant=False, validate=None) -> None:
     """MLA decode over a ragged batch against a paged latent cache (docs/spec.md).
 
     Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
@@ -51,15 +52,27 @@ def generic_flare_mla_decode_kv_cache_ragged(
     wgmma kernels on sm_90 devices for the variants they cover and the
     portable mma.sync kernels elsewhere; ``"portable"`` forces the latter;
     ``"hopper"`` demands the former and raises where it does not apply.
+
+    ``batch_invariant=True``: each sequence's output and lse are bit-identical
+    whatever else is in the batch (a tile that depends on H alone and the
+    scalar buffer's fixed split count; docs/spec.md §10).  ``validate="full"``
+    (or MLA_CUPY_VALIDATE=1): a device-side check of offsets, lengths, table
+    entries and indices raises ValueError before the decode (one
+    device-to-host copy; docs/spec.md §11); the default ``"host"`` checks
+    shapes and dtypes only.
     """
+    # Checked mode: every call takes the full path (its device check reads
+    # values, which change between calls).
+    full_check = checked.resolve_validate(validate)
     # Fast path: a plan memoised on what validation reads of these arguments
     # (eager_key); a miss validates everything and plans (docs/spec.md §12).
-    hit = eager_key(q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
-                    mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
-                    fold_shared_index, q_scale_ptr, d_indices, indices_stride, topk_lengths,
-                    attn_sink_ptr, extra_k, extra_d_indices, extra_indices_stride,
-                    extra_topk_lengths, extra_scales_ptr, num_partitions_in, logical_indices, lse,
-                    stream, backend)
+    hit = None if full_check else eager_key(
+        q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
+        mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
+        fold_shared_index, q_scale_ptr, d_indices, indices_stride, topk_lengths,
+        attn_sink_ptr, extra_k, extra_d_indices, extra_indices_stride,
+        extra_topk_lengths, extra_scales_ptr, num_partitions_in, logical_indices, lse,
+        stream, backend, batch_invariant)
     if hit is not None:
         key, ptrs, handle = hit
         plan = _eager_plans.get(key)
@@ -75,9 +88,11 @@ def generic_flare_mla_decode_kv_cache_ragged(
         extra_k=extra_k, extra_d_indices=extra_d_indices, extra_indices_stride=extra_indices_stride,
         extra_topk_lengths=extra_topk_lengths, extra_scales_ptr=extra_scales_ptr,
         num_partitions_in=num_partitions_in, logical_indices=logical_indices, lse=lse,
-        stream=stream, backend=backend)
+        stream=stream, backend=backend, batch_invariant=batch_invariant, validate=validate)
     if hit is not None:
         _remember(_eager_plans, hit[0], plan)
+    if plan.precheck is not None:
+        plan.precheck(handle)
     plan.launch_with(ptrs, handle)
 
 
@@ -109,7 +124,7 @@ def _build_plan(
         scalar_args_buf, *, mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
         fold_shared_index, q_scale_ptr, d_indices, indices_stride, topk_lengths, attn_sink_ptr,
         extra_k, extra_d_indices, extra_indices_stride, extra_topk_lengths, extra_scales_ptr,
-        num_partitions_in, logical_indices, lse, stream, backend):
+        num_partitions_in, logical_indices, lse, stream, backend, batch_invariant=False, validate=None):
     """Validate every argument (docs/spec.md §9), resolve the variant, kernels,
     grid and workspace; returns ``(DecodePlan, addresses of ARRAY_PARAMS, stream
     handle)``."""
@@ -157,6 +172,10 @@ def _build_plan(
     if num_partitions_in is not None:
         check_num_partitions(num_partitions_in, "num_partitions_in")
     resolve_backend(backend)
+    batch_invariant = V.check_flag("batch_invariant", batch_invariant)
+    if batch_invariant:
+        check_batch_invariant_split(scalar_args_buf, num_partitions_in)
+    full_check = checked.resolve_validate(validate)
     host_batch, q_max_seq_len, num_partitions = _scalar_args_values(scalar_args_buf)
     if host_batch > batch_size:
         raise ValueError(f"scalar_args_buf: batch_size {host_batch} exceeds the "
@@ -200,8 +219,8 @@ def _build_plan(
         raise ValueError(f"backend='hopper': needs an sm_90 device and a dense bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")
     else:
-        key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token).tile_rows,
-                           **axes)
+        key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token,
+                                                 batch_invariant=batch_invariant).tile_rows, **axes)
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     mode = launch_mode()
@@ -230,9 +249,20 @@ def _build_plan(
                 abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (COMBINE_THREADS,),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=num_partitions), mode)
+    precheck = None
+    if full_check:
+        def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
+            # raises before the decode; the only device-to-host copy of the call
+            arrays = dict(input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),
+                          scalar_args=to_cupy(call_arrays_buffer(scalar_args_buf), "scalar_args_buf"),
+                          cache_lengths=to_cupy(kv_collection.cache_lengths, "kv_collection.cache_lengths"),
+                          lookup_table=to_cupy(kv_collection.lookup_table, "kv_collection.lookup_table"))
+            checked.check_on_device(arrays, kv_collection, sparse, stream=external_stream(call_handle),
+                                    device_id=device_id, num_tokens=num_tokens, host_batch=host_batch,
+                                    q_max_seq_len=q_max_seq_len, mask=mask, window=window, fold=fold)
     return DecodePlan(variant=key.name, decode=decode_launch, combine=combine_launch, noop=False,
                       workspace=(o_part, lse_part) if o_part is not None else None,
-                      **plan_args), ptrs, handle
+                      precheck=precheck, **plan_args), ptrs, handle
 
 
 def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
@@ -280,14 +310,21 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
         shape = getattr(kw.get(idx_name), "shape", None)
         if shape and not kw.get(stride_name):   # anything else is reported by validation
             kw[stride_name] = int(shape[-1])
-    sa = shared_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
-                            layout=layout.value, num_partitions=num_partitions,
-                            sparse_mla=kw.get("sparse_mla", False),
-                            indices_stride=kw.get("indices_stride", 0),
-                            extra_indices_stride=kw.get("extra_indices_stride", 0),
-                            fold_shared_index=kw.get("fold_shared_index", False),
-                            window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
-                            backend=kw.get("backend"))
+    # A new buffer is uploaded in the order of the call's stream (given, or torch's
+    # current one): a non-blocking stream does not wait for CuPy's current stream,
+    # so its decode could read the buffer before the copy lands.
+    upload_order = (external_stream(_stream_handle(stream, q, _device_id(q)))
+                    if stream is not None or torch_io else contextlib.nullcontext())
+    with upload_order:
+        sa = shared_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
+                                layout=layout.value, num_partitions=num_partitions,
+                                sparse_mla=kw.get("sparse_mla", False),
+                                indices_stride=kw.get("indices_stride", 0),
+                                extra_indices_stride=kw.get("extra_indices_stride", 0),
+                                fold_shared_index=kw.get("fold_shared_index", False),
+                                window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
+                                backend=kw.get("backend"),
+                                batch_invariant=kw.get("batch_invariant", False))
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(
@@ -314,10 +351,15 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
     return int(host[0]), int(host[1]), int(host[2])
 
 
+def call_arrays_buffer(scalar_args_buf):
+    """The device buffer of a ScalarArgs, or the raw buffer itself."""
+    return scalar_args_buf.buffer if isinstance(scalar_args_buf, ScalarArgs) else scalar_args_buf
+
+
 def call_arrays(q, output, lse, offsets, kv, sink, scalar_args_buf, q_scale, main_scales,
                 sparse) -> tuple:
     """The device arrays of a validated call, in the order of plan.ARRAY_PARAMS."""
-    buf = scalar_args_buf.buffer if isinstance(scalar_args_buf, ScalarArgs) else scalar_args_buf
+    buf = call_arrays_buffer(scalar_args_buf)
     sp = sparse
     ek = sp.extra_k if sp is not None else None
     return (q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink, buf,
@@ -330,7 +372,7 @@ def call_arrays(q, output, lse, offsets, kv, sink, scalar_args_buf, q_scale, mai
 def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, rope_aware,
               sparse_mla, fold, q_scale, d_indices, indices_stride, topk_lengths, sink, extra_k,
               extra_d_indices, extra_stride, extra_topk_lengths, extra_scales_ptr,
-              num_partitions_in, logical_indices, lse, stream, backend):
+              num_partitions_in, logical_indices, lse, stream, backend, batch_invariant=False):
     """``(key, addresses, stream handle)`` of an entry-point call, or None when it
     cannot take the fast path (a raw scalar buffer, an argument that is not a
     CUDA array where one is read, an unusable stream: the full path reports it).
@@ -370,7 +412,8 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
            type(fold), fold, type(indices_stride), indices_stride, type(extra_stride), extra_stride,
            type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
-           backend, env.get("MLA_CUPY_BACKEND"), env.get(LAUNCH_ENV), handle)
+           backend, env.get("MLA_CUPY_BACKEND"), env.get(LAUNCH_ENV), handle,
+           type(batch_invariant), batch_invariant, sa.batch_invariant)
     try:
         hash(key)
     except TypeError:   # e.g. a list where a scalar belongs: validation says so

@@ -218,7 +218,8 @@ class DecodePlan:
     """
 
     def __init__(self, *, device_id: int, variant: str, num_partitions: int, decode, combine,
-                 run_signatures: tuple, noop: bool, stream=None, refs=(), workspace=None):
+                 run_signatures: tuple, noop: bool, stream=None, refs=(), workspace=None,
+                 precheck=None):
         self.device_id = device_id
         self.variant = variant
         self.num_partitions = num_partitions
@@ -229,6 +230,9 @@ class DecodePlan:
         self._stream = stream
         self._refs = refs                    # arrays the slots point into, kept alive
         self.workspace = workspace
+        # checked mode (validate="full"): precheck(stream handle) runs the device
+        # check of the call's values and raises before each launch
+        self.precheck = precheck
         self._lock = threading.Lock()
 
     @property
@@ -251,6 +255,8 @@ class DecodePlan:
         if self.noop:
             return
         handle = stream_handle(self._stream if stream is None else stream, q, self.device_id)
+        if self.precheck is not None:
+            self.precheck(handle)
         self.launch_with((ptr_q, ptr_o, ptr_l), handle, run_only=True)
 
     def _mismatch(self, arrays, sigs):

@@ -10,7 +10,7 @@ arch and NVRTC version) can never serve a stale binary.
 
 Templates live in ``kernels/`` by family: ``common/`` (helpers every family
 includes), ``portable/`` (the mma.sync decode kernel), ``hopper/`` (sm_90a
-decode kernels), ``combine/``, ``quantize/``.
+decode kernels), ``combine/``, ``quantize/``, ``check/`` (the checked mode).
 """
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ import pathlib
 import jinja2
 
 from . import abi, records
-from .variants import QUANTIZE_INPUTS, Backend, CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity
+from .variants import QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
 HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
 COMBINE_TEMPLATE = "combine/mla_combine.cu.j2"
 QUANTIZE_TEMPLATE = "quantize/mla_quantize.cu.j2"
+CHECK_TEMPLATE = "check/mla_check.cu.j2"
 COMBINE_THREADS = records.D_V // 4    # one float4 of each partial per thread
 QUANTIZE_WARPS = 8
 
@@ -160,9 +161,15 @@ def decode_template_values(key: DecodeKey) -> dict:
         smem_bytes=cfg.smem_bytes)
 
 
-def render(key: DecodeKey | CombineKey | QuantizeKey) -> str:
+def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
     """CUDA source of one variant; its single ``extern "C"`` kernel is ``key.name``."""
     env = _environment()
+    if isinstance(key, CheckKey):
+        from . import checked
+        return env.get_template(CHECK_TEMPLATE).render(
+            name=key.name, num_threads=checked.NUM_THREADS, key_shift=checked.KEY_SHIFT,
+            key_limit=checked.KEY_LIMIT, check_params=abi.CHECK.signature(),
+            rule_enum=f"enum class Rule : u64 {{ {', '.join(r.name for r in checked.RULES)} }};")
     if isinstance(key, QuantizeKey):
         in_enum = enum.Enum("In", {x: x for x in QUANTIZE_INPUTS}, type=str)
         return env.get_template(QUANTIZE_TEMPLATE).render(

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from .compiler import resident_ctas
-from .schedule import H200_SMS, choose_num_partitions
+from .schedule import BATCH_INVARIANT_PARTITIONS, H200_SMS, choose_num_partitions
+from .validate import check_flag
 
 BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
 LENGTH = 3
@@ -28,6 +29,7 @@ class ScalarArgs:
     batch_size: int
     q_max_seq_len: int
     num_partitions: int
+    batch_invariant: bool = False   # num_partitions does not depend on the batch (§10)
 
     def update(self, batch_size: int, q_max_seq_len: int | None = None, stream=None) -> "ScalarArgs":
         """Rewrite the device buffer in place (same address, so a captured
@@ -65,11 +67,17 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
                      *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
                      extra_indices_stride: int = 0, fold_shared_index: bool = False,
                      num_partitions: int | None = None, window: int | None = None,
-                     backend: str | None = None) -> ScalarArgs:
+                     backend: str | None = None, batch_invariant: bool = False) -> ScalarArgs:
     """Choose ``num_partitions`` (unless given) and upload the int64[3] buffer;
     ``window``: the sliding-window length, if any; ``backend``: the kernel
     family the call will use (as the entry point's ``backend``: None reads
-    MLA_CUPY_BACKEND, else auto), whose tiles the split is planned for."""
+    MLA_CUPY_BACKEND, else auto), whose tiles the split is planned for.
+    ``batch_invariant``: a split that does not depend on the batch
+    (``num_partitions``, else schedule.BATCH_INVARIANT_PARTITIONS; docs/spec.md
+    §10), recorded in the result for the entry point's check."""
+    batch_invariant = check_flag("batch_invariant", batch_invariant)
+    if num_partitions is None and batch_invariant:
+        num_partitions = BATCH_INVARIANT_PARTITIONS
     if num_partitions is None:
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
@@ -82,7 +90,8 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
         raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
-    return ScalarArgs(_upload(host), int(batch_size), int(q_max_seq_len), int(num_partitions))
+    return ScalarArgs(_upload(host), int(batch_size), int(q_max_seq_len), int(num_partitions),
+                      batch_invariant)
 
 
 def _upload(host: np.ndarray):
@@ -104,7 +113,7 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
                        *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
                        extra_indices_stride: int = 0, fold_shared_index: bool = False,
                        num_partitions: int | None = None, window: int | None = None,
-                       backend: str | None = None) -> ScalarArgs:
+                       backend: str | None = None, batch_invariant: bool = False) -> ScalarArgs:
     """:func:`pack_scalar_args` for the current device, memoised (what
     ``mla_decode`` uses): equal arguments give the same read-only ScalarArgs,
     so a steady decode loop packs and uploads nothing.  Do not ``update`` it."""
@@ -114,7 +123,8 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
     device_id = current_device()
     key = (device_id, batch_size, type(q_max_seq_len), q_max_seq_len, max_cache_length, num_heads,
            layout, sparse_mla, indices_stride, extra_indices_stride, fold_shared_index,
-           type(num_partitions), num_partitions, window, backend, os.environ.get("MLA_CUPY_BACKEND"))
+           type(num_partitions), num_partitions, window, backend, os.environ.get("MLA_CUPY_BACKEND"),
+           type(batch_invariant), batch_invariant)
     try:
         values = _partitions.get(key)
     except TypeError:   # unhashable: pack_scalar_args reports it
@@ -125,8 +135,8 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
                           sparse_mla=sparse_mla, indices_stride=indices_stride,
                           extra_indices_stride=extra_indices_stride,
                           fold_shared_index=fold_shared_index, num_partitions=num_partitions,
-                          window=window, backend=backend)
-    values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions)
+                          window=window, backend=backend, batch_invariant=batch_invariant)
+    values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions, sa.batch_invariant)
     with _shared_lock:
         sa = _shared.setdefault(values, sa)
         if key is not None:
@@ -152,6 +162,19 @@ def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
         return runs_hopper(key, device_id, backend)
     except Exception:   # device query failed: plan for the portable tiles
         return False
+
+
+def check_batch_invariant_split(scalar_args_buf, num_partitions_in) -> None:
+    """``batch_invariant=True`` needs a split count that does not depend on the
+    batch: num_partitions_in, a raw buffer (the caller's own value), or a
+    ScalarArgs packed with batch_invariant=True; an automatically chosen one
+    (choose_num_partitions looks at the whole batch) is refused."""
+    if (num_partitions_in is None and isinstance(scalar_args_buf, ScalarArgs)
+            and not scalar_args_buf.batch_invariant):
+        raise ValueError(
+            "scalar_args_buf: batch_invariant=True needs a split that does not depend on the batch; "
+            "expected pack_scalar_args(..., batch_invariant=True) or num_partitions_in, got a "
+            f"ScalarArgs packed without batch_invariant (num_partitions={scalar_args_buf.num_partitions})")
 
 
 def check_num_partitions(num_partitions, name: str = "num_partitions") -> None:

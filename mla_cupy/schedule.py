@@ -29,6 +29,12 @@ _CTA_FIXED_TILES = 2.0
 _COMBINE_LAUNCH_TILES = 2.0
 _COMBINE_BYTES_PER_TILE = 132 * 3.0e12 * 1.5e-6 / H200_SMS   # bytes the chip moves per tile-time
 MAX_PARTITIONS = 64
+# batch_invariant=True (docs/spec.md §10): every sequence's keys are cut into this
+# many splits whatever the batch, unless num_partitions is given.  16 keeps the
+# model's cost within ~1.3-3x of the batch-tuned choice on the H200 shapes of
+# tools/results/NOTES.md (b128 x h16/h128 at 8K keys: 1.3x/1.6x; one sequence
+# of 64K keys: 3x); `mla-cupy bench --batch-invariant` measures it.
+BATCH_INVARIANT_PARTITIONS = 16
 
 
 def tile_rows_for(rows_per_sequence: int) -> int:
@@ -69,12 +75,15 @@ class RowTiling(NamedTuple):
 
 
 def row_tiling(q_max_seq_len: int, num_heads: int, *, per_token: bool,
-               tile_rows: int | None = None) -> RowTiling:
+               tile_rows: int | None = None, batch_invariant: bool = False) -> RowTiling:
     """The row->CTA mapping, host side; ``tile_rows`` defaults to the smallest
-    tile that holds a row group (``tile_rows_for``)."""
+    tile that holds a row group (``tile_rows_for``), or, with
+    ``batch_invariant``, the smallest that holds one token's heads: a tile
+    that does not depend on the batch's q_max_seq_len, so CTA x always holds
+    rows ``x * tile_rows ..`` of its sequence (or token), whatever the batch."""
     group_rows = num_heads if per_token else q_max_seq_len * num_heads
     if tile_rows is None:
-        tile_rows = tile_rows_for(group_rows)
+        tile_rows = tile_rows_for(num_heads if batch_invariant else group_rows)
     group_tiles = math.ceil(group_rows / tile_rows)
     return RowTiling(tile_rows, group_rows, group_tiles,
                      group_tiles * (q_max_seq_len if per_token else 1))

@@ -204,10 +204,11 @@ def _resolve_layout(layout, dtype, d_qk, q_fp8, extreme):
 
 
 def _live(blocks) -> np.ndarray:
-    """Slots holding a row: float rows without NaN, or fp8 records whose first byte is not NaN."""
+    """Slots holding a row: float rows starting with a finite value (unused ones hold
+    NaN, or ±inf after :func:`poison_unread`), or fp8 records whose first byte is not NaN."""
     if blocks.dtype == np.uint8:
         return (blocks[..., 0] & 0x7F) != 0x7F
-    return ~np.isnan(np.asarray(blocks[..., 0], dtype=np.float32))
+    return np.isfinite(np.asarray(blocks[..., 0], dtype=np.float32))
 
 
 def _add_extremes(rng, blocks, layout):
@@ -414,6 +415,184 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
                 extreme=extreme, seed=generator_seed(rng))
 
 
+def sub_case(case: Case, b: int) -> Case:
+    """Sequence ``b`` of a case as a batch of one: its rows of q and of the index
+    arrays, its table row and lengths; the same cache blocks (and extra stream)."""
+    lo, hi = int(case.input_row_offsets[b]), int(case.input_row_offsets[b + 1])
+    sparse = None
+    if case.sparse is not None:
+        sparse = {k: (v[lo:hi] if k.endswith("indices") else v[b:b + 1]) if isinstance(v, np.ndarray)
+                  else v for k, v in case.sparse.items()}
+    return dataclasses.replace(
+        case, q=case.q[lo:hi], input_row_offsets=np.array([0, hi - lo], dtype=case.input_row_offsets.dtype),
+        lookup_table=case.lookup_table[b:b + 1], cache_lengths=case.cache_lengths[b:b + 1],
+        q_scale=None if case.q_scale is None else case.q_scale[lo:hi], sparse=sparse)
+
+
+def only_minus_one(case: Case) -> Case:
+    """The case with every sparse entry the checked mode would refuse made
+    legal in its strict sense (docs/spec.md §11, mla_cupy.checked): out-of-range
+    indices become -1, lengths are clipped to [0, stride], logical positions
+    outside [0, N_b) become -1.  The decode computes the same result."""
+    if case.sparse is None:
+        return case
+    sp = dict(case.sparse)
+    streams = [("d_indices", "topk_lengths", case.blocks.shape[0] * case.page_size)]
+    if sp.get("extra_d_indices") is not None:
+        streams.append(("extra_d_indices", "extra_topk_lengths",
+                        case.extra_blocks.shape[0] * case.extra_page_size))
+    for idx, lengths, total in streams:
+        d = sp[idx].copy()
+        d[(d < 0) | (d >= total)] = -1
+        sp[idx] = d
+        if sp.get(lengths) is not None:
+            sp[lengths] = np.clip(sp[lengths], 0, d.shape[1]).astype(np.int32)
+    if sp.get("logical_indices") is not None:
+        lg = sp["logical_indices"].copy()
+        offs = case.input_row_offsets.astype(np.int64)
+        for b in range(case.batch_size):
+            n = int(case.cache_lengths[b]) + int(offs[b + 1] - offs[b])
+            rows = lg[offs[b]:offs[b + 1]]
+            rows[(rows < 0) | (rows >= n)] = -1
+        sp["logical_indices"] = lg
+    return dataclasses.replace(case, sparse=sp)
+
+
+def checked_mode_inputs(case: Case, *, device_batch=None, q_max_seq_len=None) -> dict:
+    """Keyword arguments of :func:`mla_cupy.checked.find_violation` for a case as
+    :func:`run_gpu` calls it (host batch = B, the case's q_max_seq_len unless given)."""
+    sparse = None
+    if case.sparse is not None:
+        sp = case.sparse
+        sparse = dict(d_indices=sp["d_indices"], topk_lengths=sp["topk_lengths"],
+                      logical_indices=sp["logical_indices"] if case.mask != "null" else None,
+                      fold=sp["fold_shared_index"],
+                      main_rows_total=case.blocks.shape[0] * case.page_size,
+                      extra_d_indices=sp["extra_d_indices"], extra_topk_lengths=sp["extra_topk_lengths"],
+                      extra_rows_total=(0 if case.extra_blocks is None
+                                        else case.extra_blocks.shape[0] * case.extra_page_size))
+    return dict(input_row_offsets=case.input_row_offsets, num_tokens=case.q.shape[0],
+                device_batch=case.batch_size if device_batch is None else device_batch,
+                host_batch=case.batch_size,
+                q_max_seq_len=case.q_max_seq_len if q_max_seq_len is None else q_max_seq_len,
+                cache_lengths=case.cache_lengths, lookup_table=case.lookup_table,
+                page_size=case.page_size, num_blocks=case.blocks.shape[0],
+                window=case.window if case.mask == "sliding_window_causal" else None, sparse=sparse)
+
+
+def checked_mode_facts(case: Case, *, q_max_seq_len=None):
+    """The :class:`mla_cupy.checked.CallFacts` of a case (for messages)."""
+    from .checked import CallFacts
+    sp = case.sparse or {}
+    extra = sp.get("extra_d_indices")
+    return CallFacts(
+        num_tokens=case.q.shape[0], host_batch=case.batch_size,
+        q_max_seq_len=case.q_max_seq_len if q_max_seq_len is None else q_max_seq_len,
+        capacity=case.lookup_table.shape[1] * case.page_size, num_blocks=case.blocks.shape[0],
+        indices_stride=sp["d_indices"].shape[1] if sp else 0,
+        main_rows_total=case.blocks.shape[0] * case.page_size,
+        extra_stride=extra.shape[1] if extra is not None else 0,
+        extra_rows_total=0 if extra is None else case.extra_blocks.shape[0] * case.extra_page_size,
+        signed=frozenset(name for name, a in (
+            ("input_row_offsets", case.input_row_offsets), ("kv_collection.cache_lengths", case.cache_lengths),
+            ("kv_collection.lookup_table", case.lookup_table)) if a.dtype == np.int32))
+
+
+# ------------------------------------------------------------------ masked means never read
+
+POISON = (np.nan, np.inf, -np.inf)
+
+
+def read_rows(case: Case) -> tuple[set, set]:
+    """The (block, slot) rows of layer ``layer_idx`` the decode may read
+    (docs/spec.md §11): dense, the keys some new token sees; sparse, the rows
+    behind valid entries at slots in use that some token of the sequence sees
+    (for ``fold``, through the first token's row), and the valid extra entries in
+    use.  Returns (main rows, extra rows)."""
+    offs = case.input_row_offsets.astype(np.int64)
+    main, extra = set(), set()
+    for b in range(case.batch_size):
+        o0, o1 = int(offs[b]), int(offs[b + 1])
+        c, seq_len = int(case.cache_lengths[b]), o1 - o0
+        if case.sparse is None:
+            lo, hi = visible_key_range(c, seq_len, case.mask, case.window)
+            main.update((int(case.lookup_table[b, j // case.page_size]), j % case.page_size)
+                        for j in range(lo, hi))
+            continue
+        sp = case.sparse
+        d, lg = sp["d_indices"], sp["logical_indices"]
+        k = d.shape[1] if sp["topk_lengths"] is None else min(d.shape[1], int(sp["topk_lengths"][b]))
+        k = max(0, min(k, c + seq_len))
+        total = case.blocks.shape[0] * case.page_size
+        for i in range(seq_len):
+            row = o0 if sp["fold_shared_index"] else o0 + i
+            last = c + (seq_len - 1 if sp["fold_shared_index"] else i)   # the latest token that uses the row
+            for s in range(k):
+                e = int(d[row, s])
+                pos = s if lg is None else int(lg[row, s])
+                seen = case.mask == "null" or 0 <= pos <= last
+                if 0 <= e < total and seen:
+                    main.add((e // case.page_size, e % case.page_size))
+            ed = sp["extra_d_indices"]
+            if ed is None:
+                continue
+            ke = ed.shape[1] if sp["extra_topk_lengths"] is None else \
+                min(ed.shape[1], int(sp["extra_topk_lengths"][b]))
+            etotal = case.extra_blocks.shape[0] * case.extra_page_size
+            for e in ed[o0 + i, :max(0, ke)].tolist():
+                if 0 <= e < etotal:
+                    extra.add((e // case.extra_page_size, e % case.extra_page_size))
+    return main, extra
+
+
+def _poison_rows(blocks, scales, layout, keep, layer_idx):
+    """Copies of ``blocks`` (and ``scales``) where every row but ``keep`` (rows of
+    layer ``layer_idx``) holds NaN, +inf or -inf (row by row, in turn) in each of
+    its parts' own encoding: 16-bit values, e4m3 NaN bytes (e4m3 has no infinity),
+    float32 group scales and σ, bf16 rope values."""
+    from .records import is_byte_record, rope_at, scales_at
+    blocks = blocks.copy()
+    scales = None if scales is None else scales.copy()
+    flat = blocks.reshape(-1, blocks.shape[-1])
+    nb, nl, ps = blocks.shape[:3]
+    kept = np.zeros((nb, nl, ps), dtype=bool)
+    for blk, slot in keep:
+        kept[blk, layer_idx, slot] = True
+    rows = np.flatnonzero(~kept.reshape(-1))
+    for n, r in enumerate(rows):
+        value = POISON[n % len(POISON)]
+        if not is_byte_record(Layout(layout)):
+            flat[r] = value
+            continue
+        flat[r, :D_V] = 0xFF if n % 2 else 0x7F   # the two e4m3 NaNs
+        if layout == "fp8":
+            flat[r, D_V:] = 0x7F
+            continue
+        rope = np.full((flat.shape[1] - rope_at(layout)) // 2, value, dtype=ml_dtypes.bfloat16)
+        flat[r, rope_at(layout):] = rope.view(np.uint8)
+        at = scales_at(layout)
+        if at is not None:
+            flat[r, at:rope_at(layout)] = np.full((rope_at(layout) - at) // 4, value, np.float32).view(np.uint8)
+        if scales is not None:
+            scales.reshape(-1)[r] = value
+    return blocks, scales
+
+
+def poison_unread(case: Case) -> Case:
+    """The case with NaN, +inf and -inf in every cache row (and σ) the decode must
+    not read (:func:`read_rows`): masked and hidden slots, invalid indices, slots
+    past topk_lengths, pages past cache_lengths, keys outside a sliding window,
+    other layers.  The result must not change, bit for bit (masked means never read)."""
+    main, extra = read_rows(case)
+    layout = case.kv_layout
+    blocks, scales = _poison_rows(case.blocks, case.scales, layout, main, case.layer_idx)
+    extra_blocks, extra_scales = case.extra_blocks, case.extra_scales
+    if extra_blocks is not None:
+        extra_blocks, extra_scales = _poison_rows(extra_blocks, extra_scales, layout, extra, case.layer_idx)
+    return dataclasses.replace(case, blocks=blocks, scales=scales, extra_blocks=extra_blocks,
+                               extra_scales=extra_scales)
+
+
 def reference(case: Case):
     from .reference import mla_decode_reference
     return mla_decode_reference(
@@ -452,10 +631,11 @@ def fill_nan(a):
     return a
 
 
-def run_gpu(case: Case, *, return_lse=True, num_partitions=None):
+def run_gpu(case: Case, *, return_lse=True, num_partitions=None, **decode_kwargs):
     """Upload a case and run :func:`mla_decode` into NaN-filled buffers: ``out``, and
     ``lse`` when ``return_lse`` (else the ``lse=None`` path, mla_decode's default).
-    Returns host ``(out as float32, lse or None)``."""
+    ``decode_kwargs`` (``backend``, ``batch_invariant``, ``validate``, ``stream``) go
+    to mla_decode.  Returns host ``(out as float32, lse or None)``."""
     import cupy
     from .dispatch import mla_decode
 
@@ -469,7 +649,7 @@ def run_gpu(case: Case, *, return_lse=True, num_partitions=None):
         attn_sink=None if case.attn_sink is None else cupy.asarray(case.attn_sink),
         num_partitions=num_partitions if num_partitions is not None else case.num_partitions,
         out=out, lse=lse, q_max_seq_len=case.q_max_seq_len,
-        **case.sparse_kwargs(cupy), **case.fp8_kwargs(cupy))
+        **case.sparse_kwargs(cupy), **case.fp8_kwargs(cupy), **decode_kwargs)
     return out.get().astype(np.float32), None if lse is None else lse.get()
 
 
@@ -589,16 +769,17 @@ def compare(out, lse, ref_out, ref_lse, *, tol: Tolerance | None = None, dtype=N
     return Comparison(ok, max_err, at(bound), worst, lse_err, rel_rms, msg)
 
 
-def check_case(case: Case, *, num_partitions=None):
+def check_case(case: Case, *, num_partitions=None, **decode_kwargs):
     """Run a case on the GPU twice, with lse and with ``lse=None`` (mla_decode's
     default; the kernels skip the lse stores), outputs NaN-filled before each launch.
     The first must match the reference within :func:`tolerance_for`; the second
-    output must equal the first bit for bit (docs/spec.md §10).  Returns
-    ``(Comparison, out, lse, ref_out, ref_lse)``; asserts nothing."""
-    out, lse = run_gpu(case, num_partitions=num_partitions)
+    output must equal the first bit for bit (docs/spec.md §10).  ``decode_kwargs``
+    as in :func:`run_gpu`.  Returns ``(Comparison, out, lse, ref_out, ref_lse)``;
+    asserts nothing."""
+    out, lse = run_gpu(case, num_partitions=num_partitions, **decode_kwargs)
     ref_out, ref_lse = reference(case)
     cmp = compare(out, lse, ref_out, ref_lse, tol=tolerance_for(case))
-    out_without_lse, _ = run_gpu(case, return_lse=False, num_partitions=num_partitions)
+    out_without_lse, _ = run_gpu(case, return_lse=False, num_partitions=num_partitions, **decode_kwargs)
     differ = out.view(np.uint32) != out_without_lse.view(np.uint32)
     if differ.any():
         idx = tuple(int(i) for i in np.argwhere(differ)[0])

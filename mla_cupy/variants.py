@@ -8,7 +8,8 @@ Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
 tile, default 64), ``_hopper`` (the wgmma family for sm_90a).  Combine names read ``mla_combine_{out dtype}``; the GPU
-quantisers ``mla_quantize_{target}_{input dtype}``.
+quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
+check is ``mla_check_inputs``.
 """
 from __future__ import annotations
 
@@ -154,6 +155,22 @@ class QuantizeKey:
         return self.name
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckKey:
+    """The checked mode's device-side input check (kernels/check/; mla_cupy.checked)."""
+
+    @property
+    def name(self) -> str:
+        return "mla_check_inputs"
+
+    @property
+    def min_sm(self) -> int:
+        return 80
+
+    def __str__(self):
+        return self.name
+
+
 def check(key: DecodeKey) -> None:
     """Reject combinations that have no meaning; the one place these rules live."""
     if key.fold and key.sparsity is not Sparsity.SPARSE:
@@ -204,7 +221,7 @@ _QUANTIZE_RE = re.compile(r"mla_quantize_(?P<target>{t})_(?P<in_dtype>{i})".form
     t="|".join(sorted(QUANTIZE_TARGETS, key=len, reverse=True)), i="|".join(QUANTIZE_INPUTS)))
 
 
-def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey:
+def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
     """Inverse of ``.name``; raises ValueError naming the bad part."""
     m = _DECODE_RE.fullmatch(name)
     if m:
@@ -221,11 +238,13 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey:
     m = _QUANTIZE_RE.fullmatch(name)
     if m:
         return QuantizeKey(m["target"], m["in_dtype"])
+    if name == CheckKey().name:
+        return CheckKey()
     raise ValueError(f"unknown variant name {name!r}; `mla-cupy list` prints every name")
 
 
 def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
-    """Every valid key in a stable order (decode, combine, then quantise kernels)."""
+    """Every valid key in a stable order (decode, combine, quantise kernels, then the input check)."""
     keys: list = []
     for backend, layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
             Backend, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS):
@@ -236,4 +255,5 @@ def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
         keys.append(key)
     keys += [CombineKey("bf16"), CombineKey("fp16")]
     keys += [QuantizeKey(t, i) for t in QUANTIZE_TARGETS for i in QUANTIZE_INPUTS]
+    keys.append(CheckKey())
     return keys

@@ -404,6 +404,29 @@ def test_bench_case_checks_before_timing(monkeypatch, wrong):
     assert row["check"]["sequences"] == B.check_sequences(case, inputs.key_counts, 3)
 
 
+def test_batch_invariant_is_timed_as_its_own_entry_and_is_no_peer(monkeypatch):
+    case = SMALL_CASES[0]
+    inputs = B.build_inputs(case, np)
+    out, lse = _full_reference(case, inputs)
+    seen = []
+
+    def fake_ours(c, i, batch_invariant=False):
+        seen.append(batch_invariant)
+        return (lambda: None), (lambda: (out, lse)), dict(num_partitions=16 if batch_invariant else 3)
+    monkeypatch.setattr(B, "build_inputs", lambda c: inputs)
+    monkeypatch.setattr(B, "ours", fake_ours)
+    row = B.case_row(case, CEILINGS)
+    args = parse("--batch-invariant")
+    B.bench_case(case, row, [], FakeTimer(), CEILINGS, args)
+    B.finish_row(row)
+    assert seen == [False, True]
+    bi = row["impls"][B.BATCH_INVARIANT_IMPL]
+    assert bi["status"] == "ok" and bi["num_partitions"] == 16
+    assert row["ratio"] is None     # not a peer
+    assert f"| {B.BATCH_INVARIANT_IMPL} " in B.format_row(row, [B.BATCH_INVARIANT_IMPL])
+    assert not parse().batch_invariant
+
+
 # ------------------------------------------------------------------ GPU
 
 

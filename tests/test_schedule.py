@@ -267,7 +267,8 @@ def test_variant_lists():
     names = [k.name for k in ALL]
     assert len(names) == len(set(names))
     kinds = [type(k).__name__ for k in ALL]
-    assert kinds == sorted(kinds, key=["DecodeKey", "CombineKey", "QuantizeKey"].index)
+    assert kinds == sorted(kinds, key=["DecodeKey", "CombineKey", "QuantizeKey", "CheckKey"].index)
+    assert names[-1] == "mla_check_inputs" and kinds.count("CheckKey") == 1
     assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]

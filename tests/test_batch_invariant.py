@@ -1,0 +1,122 @@
+"""batch_invariant=True on the host (CPU): the work of every CTA of a sequence
+(its query rows and its key range, as the decode kernels compute them from the
+launch) depends on that sequence alone.  The GPU side (bit-identical out and
+lse) is tests/test_gpu_hardening.py."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from mla_cupy import scalar_args as SA
+from mla_cupy.schedule import BATCH_INVARIANT_PARTITIONS, KEYS_PER_TILE, row_tiling
+
+
+def cta_work(seq_len, cache_len, num_heads, tiling, num_partitions, *, page_size, mask="causal",
+             window=0, sparse_slots=None):
+    """{(x, y): (rows, (lo, hi))} for the CTAs of one sequence that compute rows:
+    the kernels' cta_rows and split_keys (portable mla_decode.cu.j2, and the
+    Hopper kernel's identical dense rule), transcribed.  ``sparse_slots``: k_b
+    of a sparse sequence without extra slots (None: dense)."""
+    work = {}
+    for x in range(tiling.grid_x):
+        g = x // tiling.group_tiles
+        r0 = g * tiling.group_rows + (x % tiling.group_tiles) * tiling.tile_rows
+        row_end = min(r0 + tiling.tile_rows, (g + 1) * tiling.group_rows, seq_len * num_heads)
+        if r0 >= row_end:
+            continue
+        tok_first, tok_last = r0 // num_heads, (row_end - 1) // num_heads
+        for y in range(num_partitions):
+            if sparse_slots is not None:
+                axis_lo, axis_hi, granule = 0, sparse_slots, KEYS_PER_TILE
+            else:
+                axis_lo = max(0, cache_len - window + 1) if mask == "sliding_window_causal" else 0
+                granule = page_size if page_size >= KEYS_PER_TILE else \
+                    page_size * math.ceil(KEYS_PER_TILE / page_size)
+                axis_lo -= axis_lo % granule
+                axis_hi = cache_len + seq_len
+            per_split = math.ceil(math.ceil((axis_hi - axis_lo) / granule) / num_partitions)
+            lo = axis_lo + y * per_split * granule
+            hi = min(axis_hi, lo + per_split * granule)
+            if sparse_slots is None and mask != "null":
+                hi = min(hi, cache_len + tok_last + 1)
+            if sparse_slots is None and mask == "sliding_window_causal":
+                lo = max(lo, cache_len + tok_first - window + 1)
+            work[(x, y)] = ((r0, row_end), (lo, max(lo, hi)))
+    return work
+
+
+class _HostBuffer(np.ndarray):
+    def set(self, host, stream=None):
+        self[...] = host
+
+
+@pytest.fixture(scope="module")
+def no_upload():
+    """pack_scalar_args without a GPU: the buffer stays on the host."""
+    import cupy
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cupy, "asarray", lambda a: np.asarray(a).view(_HostBuffer))
+    yield
+    mp.undo()
+
+
+def _plan(batch_seq_lens, max_cache, num_heads, *, batch_invariant, per_token=False, **kw):
+    q_max = max(batch_seq_lens)
+    sa = SA.pack_scalar_args(len(batch_seq_lens), q_max, max_cache, num_heads,
+                             batch_invariant=batch_invariant, **kw)
+    return row_tiling(q_max, num_heads, per_token=per_token, batch_invariant=batch_invariant), sa
+
+
+@given(seq_len=st.integers(1, 6), cache_len=st.integers(0, 20000), num_heads=st.integers(1, 128),
+       others=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 100000)), min_size=1, max_size=70),
+       page_size=st.sampled_from([1, 7, 64]),
+       mask=st.sampled_from(["null", "causal", "sliding_window_causal"]), window=st.integers(1, 3000),
+       sparse=st.booleans(), fold=st.booleans())
+def test_a_sequence_computes_the_same_work_alone_and_in_any_batch(
+        no_upload, seq_len, cache_len, num_heads, others, page_size, mask, window, sparse, fold):
+    if sparse and mask == "sliding_window_causal":
+        mask = "causal"
+    per_token = sparse and not fold
+    kw = dict(sparse_mla=sparse, indices_stride=512 if sparse else 0, fold_shared_index=sparse and fold,
+              window=window if mask == "sliding_window_causal" else None)
+    slots = min(512, cache_len + seq_len) if sparse else None
+    works = []
+    for lens, max_cache in (([seq_len], cache_len),
+                            ([seq_len] + [s for s, _ in others], max([cache_len] + [c for _, c in others]))):
+        tiling, sa = _plan(lens, max_cache, num_heads, batch_invariant=True, per_token=per_token, **kw)
+        assert sa.batch_invariant and sa.num_partitions == BATCH_INVARIANT_PARTITIONS
+        works.append(cta_work(seq_len, cache_len, num_heads, tiling, sa.num_partitions,
+                              page_size=page_size, mask=mask, window=window, sparse_slots=slots))
+    assert works[0] == works[1]
+
+
+def test_without_batch_invariant_the_work_depends_on_the_batch(no_upload):
+    """The control: the default plan tiles rows by q_max_seq_len and splits by the
+    batch, so the model above can tell the difference."""
+    works = []
+    for lens, max_cache in (([1], 8000), ([1] + [4] * 63, 8000)):
+        tiling, sa = _plan(lens, max_cache, 16, batch_invariant=False)
+        works.append(cta_work(1, 8000, 16, tiling, sa.num_partitions, page_size=64))
+    assert works[0] != works[1]
+
+
+def test_batch_invariant_tile_depends_on_the_heads_only():
+    for q_max in (1, 2, 7, 64):
+        for h, tile in ((1, 16), (16, 16), (20, 32), (64, 64), (128, 64)):
+            assert row_tiling(q_max, h, per_token=False, batch_invariant=True).tile_rows == tile
+    assert row_tiling(4, 16, per_token=False).tile_rows == 64   # the default packs 4 tokens
+
+
+def test_pack_keeps_a_given_num_partitions_and_rejects_bad_flags(no_upload):
+    assert SA.pack_scalar_args(3, 1, 100, 16, batch_invariant=True, num_partitions=5).num_partitions == 5
+    assert SA.pack_scalar_args(3, 1, 100, 16).batch_invariant is False
+    with pytest.raises(TypeError, match="^batch_invariant"):
+        SA.pack_scalar_args(3, 1, 100, 16, batch_invariant="yes")
+
+
+def test_update_keeps_the_flag(no_upload):
+    sa = SA.pack_scalar_args(3, 2, 100, 16, batch_invariant=True).update(2)
+    assert sa.batch_invariant and sa.buffer.tolist() == [2, 2, BATCH_INVARIANT_PARTITIONS]

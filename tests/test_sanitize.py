@@ -1,0 +1,73 @@
+"""The sanitizer sweep's plumbing on the CPU: its families cover every decode
+variant family, its cases are hostile, and the summary reads compute-sanitizer's
+logs (the GPU run is tools/sanitize_all.py)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+
+from mla_cupy.sanitize_cases import family_items, memcheck_cases
+from mla_cupy.variants import DecodeKey, all_variants
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+spec = importlib.util.spec_from_file_location("sanitize_all", os.path.join(REPO, "tools", "sanitize_all.py"))
+sanitize_all = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sanitize_all)
+
+
+def _family(key: DecodeKey) -> str:
+    name = f"{key.sparsity.value}_{key.layout.value}_{key.mask.value}"
+    if key.sparsity.value == "sparse":
+        name += f"_fold{int(key.fold)}"
+    return name + ("_qk512" if key.d_qk == 512 else "") + ("_qfp8" if key.q_fp8 else "")
+
+
+def test_every_decode_family_has_a_case_on_each_backend():
+    items = family_items(np.random.default_rng(0), hopper=True)
+    have = {i.family for i in items}
+    for key in all_variants():
+        if isinstance(key, DecodeKey):
+            assert f"{_family(key)}/{key.backend.value}" in have, key.name
+    assert len(items) == len(have)
+
+
+def test_quick_is_a_subset_reaching_every_kernel_family():
+    rng = np.random.default_rng(0)
+    full = {i.family for i in family_items(rng, hopper=True)}
+    quick = [i for i in family_items(rng, quick=True, hopper=True)]
+    names = {i.family for i in quick}
+    assert names <= full and len(names) < len(full) / 4
+    assert any(n.startswith("sparse_") for n in names) and any(n.endswith("/hopper") for n in names)
+    assert any("fp8" in n for n in names) and any("fold1" in n for n in names)
+    assert not any(i.family.endswith("/hopper") for i in family_items(rng, quick=True))
+
+
+def test_cases_are_hostile():
+    items = family_items(np.random.default_rng(1))
+    sparse = [i.case for i in items if i.case.sparse is not None]
+    indices = np.concatenate([c.sparse["d_indices"].ravel() for c in sparse])
+    for garbage in (-1, -2**31, 2**31 - 1):
+        assert (indices == garbage).any()
+    assert any((c.sparse["topk_lengths"] < 0).any() for c in sparse)
+    dense16 = [i.case for i in items if i.case.sparse is None and i.case.kv_layout == "bf16"]
+    rows = np.concatenate([c.blocks.reshape(-1, c.blocks.shape[-1])[:, 0].astype(np.float32) for c in dense16])
+    assert np.isnan(rows).any() and np.isposinf(rows).any() and np.isneginf(rows).any()
+    assert len(memcheck_cases(np.random.default_rng(2026))) == 12
+
+
+def test_summary_lines_read_the_sanitizer_logs():
+    cases = "variant a\nvariant b\nvariant a\nsanitize cases: 2 variants, 0 failures\n"
+    line, ok = sanitize_all.summarize("memcheck", cases + "========= ERROR SUMMARY: 0 errors\n", 0)
+    assert (line, ok) == ("memcheck: 2 variants, 0 errors", True)
+    line, ok = sanitize_all.summarize("initcheck", cases + "========= ERROR SUMMARY: 3 errors\n", 1)
+    assert line == "initcheck: 2 variants, 3 errors" and not ok
+    races = "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n"
+    line, ok = sanitize_all.summarize("racecheck", cases + races, 0)
+    assert line == "racecheck: 2 variants, 1 errors (1 warnings)" and not ok
+    line, ok = sanitize_all.summarize("memcheck", "variant a\n", 1)
+    assert "no summary" in line and "did not finish" in line and not ok
+    failed = "variant a\nsanitize cases: 1 variants, 2 failures\n========= ERROR SUMMARY: 0 errors\n"
+    line, ok = sanitize_all.summarize("memcheck", failed, 1)
+    assert "2 cases FAILED" in line and not ok
