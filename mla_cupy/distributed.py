@@ -33,7 +33,6 @@ import contextlib
 import dataclasses
 import functools
 import threading
-import warnings
 
 import numpy as np
 
@@ -41,6 +40,8 @@ from . import abi
 from . import validate as V
 from .arrays import dtype_name, is_torch, to_cupy
 from .cache import PagedKVCollection
+from .dispatch import _as_cupy_stream as _resolve_stream
+from .dispatch import _device_id, _empty_like_io
 from .records import D_V, Layout, output_dtype_name
 from .sharding import Sharding
 from .variants import Mask
@@ -167,7 +168,9 @@ class _CupyNcclComm:
 
     def all_gather(self, send, recv, stream):
         nccl = _cupy_nccl()
-        self.comm.allGather(send.data.ptr, recv.data.ptr, send.size, nccl.NCCL_UINT8, stream.ptr)
+        byte = getattr(nccl, "NCCL_UINT8", None)
+        self.comm.allGather(send.data.ptr, recv.data.ptr, send.size,
+                            nccl.NCCL_CHAR if byte is None else byte, stream.ptr)
 
 
 # ------------------------------------------------------------------ workspace
@@ -328,7 +331,7 @@ class ContextParallel:
             raise ValueError("d_indices: context-parallel sparse decode takes global token positions "
                              "in topk_positions (each rank translates them to its own rows), got d_indices")
         if not sparse:
-            given = [k for k in _SPARSE_ONLY if kw.get(k) not in (None, False, 0)]
+            given = [k for k in _SPARSE_ONLY if not _unset(kw.get(k))]
             if given:
                 raise ValueError(f"{given[0]}: sparse-only argument given with sparse_mla=False")
         if q_max_seq_len is None:
@@ -389,7 +392,7 @@ class ContextParallel:
                 _launch(device_id, "mla_cp_prepare_dense", num_rows, (
                     lengths, offsets, np.int32(batch), np.int32(num_rows), local_lengths, empty,
                     local_table, np.int32(table.shape[1]), *_shard_args(shard)))
-                local_max = max(shard.max_local_count(max_keys) - 1, 0)
+                local_max = shard.max_local_count(max_keys)   # a bound on every C_b^r
                 local_kv = PagedKVCollection(kv.blocks, local_table, local_lengths.view(lengths.dtype),
                                              kv.page_size, scales=kv.scales, layout=kv.layout,
                                              max_cache_length=local_max)
@@ -505,6 +508,11 @@ class ContextParallel:
 
 # ------------------------------------------------------------------ helpers
 
+def _unset(v) -> bool:
+    """None, False or 0: a sparse-only argument left at its default (arrays are set)."""
+    return v is None or (isinstance(v, (bool, int, np.integer)) and not v)
+
+
 def _shard_args(s: Sharding) -> tuple:
     return (np.int32(s.world_size), np.int32(s.rank), np.int32(s.interleave_size),
             np.int32(s.contiguous), np.int64(s.chunk_size or 1))
@@ -515,48 +523,3 @@ def _read_q_max_seq_len(input_row_offsets) -> int:
     from .arrays import to_host_int
     offs = to_host_int(input_row_offsets).astype(np.int64)
     return int(np.diff(offs).max()) if offs.shape[0] > 1 else 0
-
-
-def _device_id(x) -> int:
-    if is_torch(x):
-        return x.device.index
-    dev = getattr(x, "device", None)
-    if dev is not None and hasattr(dev, "id"):
-        return dev.id
-    import cupy
-    return cupy.cuda.runtime.getDevice()
-
-
-def _resolve_stream(stream, like):
-    import cupy
-
-    if stream is None:
-        if is_torch(like):
-            import torch
-            return _external_stream(torch.cuda.current_stream(like.device).cuda_stream)
-        return cupy.cuda.get_current_stream()
-    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
-        return stream
-    if hasattr(stream, "cuda_stream"):
-        return _external_stream(stream.cuda_stream)
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        return _external_stream(stream)
-    raise TypeError(f"stream: expected a cupy/torch CUDA stream, a raw handle or None, "
-                    f"got {type(stream).__name__}")
-
-
-def _external_stream(handle: int):
-    import cupy
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cupy.cuda.ExternalStream(handle)
-
-
-def _empty_like_io(like, shape, dtype_name_, torch_io):
-    if torch_io:
-        import torch
-        return torch.empty(shape, dtype=getattr(torch, dtype_name_), device=like.device)
-    import cupy
-    import ml_dtypes
-    dt = ml_dtypes.bfloat16 if dtype_name_ == "bfloat16" else np.dtype(dtype_name_)
-    return cupy.empty(shape, dtype=dt)

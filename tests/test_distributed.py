@@ -308,3 +308,12 @@ def test_helper_kernels_compile_without_spills(arch):
     assert "bytes spill" in log and " 0 bytes spill stores, 0 bytes spill loads" in log
     assert all("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in line
                for line in log.splitlines() if "spill" in line), log
+
+
+def test_sparse_only_array_in_dense_mode_is_named(monkeypatch):
+    import mla_cupy.distributed as D
+    monkeypatch.setattr(D, "_device_id", lambda *a: (_ for _ in ()).throw(AssertionError("launched")))
+    with pytest.raises(ValueError, match="^logical_indices: "):
+        _fake_call(logical_indices=FakeDeviceArray((2, 8), np.int32))
+    with pytest.raises(ValueError, match="^fold_shared_index: "):
+        _fake_call(fold_shared_index=True)
