@@ -17,7 +17,7 @@ import threading
 
 from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
-from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, hopper_supports, parse, resolve_backend
+from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, Sparsity, hopper_supports, parse, resolve_backend
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -232,14 +232,28 @@ def device_arch(device_id: int) -> str:
     return arch_for_capability(int(cupy.cuda.Device(device_id).compute_capability))
 
 
-def runs_hopper(key: DecodeKey, device_id: int, backend=None) -> bool:
+# Sparse variants run the Hopper family by default only when a CTA's row group
+# (a token's heads; all tokens' heads when folded) fills at least this much of
+# its 64-row tile: with fewer rows the 64-row MMAs gather the same rows for
+# little work and the portable 16/32-row tiles were faster (H200, sparse bf16
+# b128 top-2048: h16 162 us Hopper vs 134 portable; h128 308 vs 500).
+HOPPER_SPARSE_MIN_ROWS = 64
+
+
+def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | None = None) -> bool:
     """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
     family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
-    device, a variant the family covers.  The one rule for the dispatcher's
-    choice and for the split pack_scalar_args plans."""
-    return (resolve_backend(backend) != "portable"
-            and hopper_supports(dataclasses.replace(key, tile_rows=64))
-            and device_arch(device_id) == "sm_90a")
+    device, a variant the family covers, and, for a sparse variant under
+    "auto", a row group (``group_rows``: rows of one CTA's tokens, see
+    schedule.row_tiling) of at least HOPPER_SPARSE_MIN_ROWS.  The one rule for
+    the dispatcher's choice and for the split pack_scalar_args plans."""
+    chosen = resolve_backend(backend)
+    if chosen == "portable" or not hopper_supports(dataclasses.replace(key, tile_rows=64)):
+        return False
+    if (chosen == "auto" and key.sparsity is Sparsity.SPARSE and group_rows is not None
+            and group_rows < HOPPER_SPARSE_MIN_ROWS):
+        return False
+    return device_arch(device_id) == "sm_90a"
 
 
 def resident_ctas(layout: str = "bf16", d_qk: int = 576,

@@ -213,10 +213,10 @@ def _build_plan(
     axes = dict(layout=layout, mask=mask, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
                 fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
     key = DecodeKey(tile_rows=64, **axes)
-    if runs_hopper(key, device_id, backend):
+    if runs_hopper(key, device_id, backend, row_tiling(q_max_seq_len, num_heads, per_token=per_token).group_rows):
         key = dataclasses.replace(key, backend=Backend.HOPPER)
     elif resolve_backend(backend) == "hopper":
-        raise ValueError(f"backend='hopper': needs an sm_90 device and a dense bf16/fp16 variant, got "
+        raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")
     else:
         key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token,

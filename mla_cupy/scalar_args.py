@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .compiler import resident_ctas
-from .schedule import BATCH_INVARIANT_PARTITIONS, H200_SMS, choose_num_partitions
+from .schedule import BATCH_INVARIANT_PARTITIONS, H200_SMS, choose_num_partitions, row_tiling
 from .validate import check_flag
 
 BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
@@ -85,7 +85,9 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
             extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
             window=window, sm_count=sm_count_of_current_device(),
             resident_ctas=resident_ctas(layout),
-            tile_rows=64 if _hopper_plan(layout, sparse_mla, backend) else None)
+            tile_rows=64 if _hopper_plan(layout, sparse_mla, backend, row_tiling(
+                q_max_seq_len, num_heads, per_token=sparse_mla and not fold_shared_index).group_rows)
+            else None)
     check_num_partitions(num_partitions)
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
@@ -146,7 +148,7 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
     return sa
 
 
-def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
+def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None, group_rows: int) -> bool:
     """Whether the call will run the Hopper family on the current device
     (compiler.runs_hopper, the dispatcher's rule); False without a GPU."""
     from .compiler import runs_hopper
@@ -159,7 +161,7 @@ def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
         return False
     key = DecodeKey(layout=layout, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE)
     try:
-        return runs_hopper(key, device_id, backend)
+        return runs_hopper(key, device_id, backend, group_rows)
     except Exception:   # device query failed: plan for the portable tiles
         return False
 

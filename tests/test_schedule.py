@@ -384,6 +384,7 @@ def test_tile_falls_back_to_fit_a_smaller_shared_memory(monkeypatch):
     ("sm_90a", "hopper", dict(layout="fp16", d_qk=512, mask="sliding_window_causal"), True),
     ("sm_90a", "portable", {}, False),
     ("sm_90a", "auto", dict(sparsity="sparse"), True),
+    ("sm_90a", "hopper", dict(sparsity="sparse"), True),
     ("sm_90a", "auto", dict(sparsity="sparse", fold=True, layout="fp16"), True),
     ("sm_90a", "auto", dict(sparsity="sparse", layout="fp8_ds_mla"), False),
     ("sm_90a", "auto", dict(layout="fp8_ds_mla"), False),
@@ -406,3 +407,18 @@ def test_runs_hopper_reads_the_environment(monkeypatch):
     monkeypatch.setenv("MLA_CUPY_BACKEND", "cuda")
     with pytest.raises(ValueError, match="MLA_CUPY_BACKEND"):
         compiler.runs_hopper(DecodeKey(), 0)
+
+
+@pytest.mark.parametrize("backend,sparsity,group_rows,expected", [
+    ("auto", "sparse", 16, False),      # h16 unfolded: the portable 16-row tile
+    ("auto", "sparse", 64, True),
+    ("auto", "sparse", 128, True),
+    ("hopper", "sparse", 16, True),     # forced: the family still runs it
+    ("auto", "dense", 16, True),        # dense: Hopper at every row count
+])
+def test_runs_hopper_sparse_needs_a_full_row_group(monkeypatch, backend, sparsity, group_rows, expected):
+    from mla_cupy import compiler
+    monkeypatch.setattr(compiler, "device_arch", lambda device_id: "sm_90a")
+    monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
+    assert compiler.runs_hopper(DecodeKey(sparsity=sparsity), 0, backend, group_rows) is expected
+
