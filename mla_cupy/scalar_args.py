@@ -154,9 +154,9 @@ def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None, group_rows:
     from .compiler import runs_hopper
     from .variants import DecodeKey, Sparsity, resolve_backend
     resolve_backend(backend)   # a bad backend is an error here too, not a portable plan
+    from . import plan
     try:
-        from cupy.cuda import runtime
-        device_id = runtime.getDevice()
+        device_id = plan.current_device()
     except Exception:   # no GPU or driver (CPU tests, CLI)
         return False
     key = DecodeKey(layout=layout, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE)

@@ -907,8 +907,7 @@ def stub_device(*, record: bool = True, hopper: bool = True):
     Python cost of a call without the launch itself: ``tools/host_cost.py``)."""
     import contextlib
 
-    from . import dispatch, plan, scalar_args
-    from .variants import hopper_supports, resolve_backend
+    from . import compiler, dispatch, plan, scalar_args
 
     launches: list = []
 
@@ -917,10 +916,6 @@ def stub_device(*, record: bool = True, hopper: bool = True):
 
     def recorded_launch(k, stream):
         launches.append(StubbedLaunch(k.func_ptr, k.grid, k.block, k.smem, stream, tuple(k.slots)))
-
-    def runs_hopper(key, device_id, backend=None):
-        return (hopper and resolve_backend(backend) != "portable"
-                and hopper_supports(dataclasses.replace(key, tile_rows=64)))
 
     def stream_handle(stream, q, device_id, _real=plan.stream_handle):
         return 0 if stream is None else _real(stream, q, device_id)
@@ -934,12 +929,11 @@ def stub_device(*, record: bool = True, hopper: bool = True):
     patches = [(dispatch, "_device_id", lambda x: 0), (dispatch, "_stream_handle", stream_handle),
                (plan, "stream_handle", stream_handle), (plan, "current_device", lambda: 0),
                (plan, "_launch_kernel", no_launch), (dispatch, "get_kernel", lambda key, dev: _FakeKernel(key.name)),
-               (dispatch, "runs_hopper", runs_hopper), (dispatch, "_smem_limit", lambda dev: 232448),
+               (compiler, "device_arch", lambda dev: "sm_90a" if hopper else "sm_80"),
+               (dispatch, "_smem_limit", lambda dev: 232448),
                (dispatch, "_on_device", lambda dev: contextlib.nullcontext()),
                (dispatch, "_owned_workspace", workspace), (dispatch, "_empty_like_io", empty),
-               (scalar_args, "_upload", lambda host: FakeCudaArray(host.shape, host.dtype)),
-               (scalar_args, "_hopper_plan", lambda layout, sparse, backend: hopper and not sparse
-                and layout in ("bf16", "fp16") and resolve_backend(backend) != "portable")]
+               (scalar_args, "_upload", lambda host: FakeCudaArray(host.shape, host.dtype))]
     if record:
         patches.append((plan.KernelLaunch, "launch", recorded_launch))
 
