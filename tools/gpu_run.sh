@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# One device-machine call: GPU tests, `mla-cupy check`, benchmark; logs to $OUT.
-# Usage (on the GPU machine, from the checkout):
-#   COMMIT=$(git rev-parse --short HEAD) BENCH=1 bash tools/gpu_run.sh [pytest args...]
+# One device-machine call: every GPU test file (in parallel: most of their time is
+# NVRTC compiling on the CPU, and the H200 machine has 16 cores), the sanitizer
+# sweep's quick subset beside them, then `mla-cupy check` / `demo`, the host cost per
+# call and (BENCH=1) the bench beside the peers.  Logs to $OUT, at most 8 files:
+#   gpu.txt  tests.log (every test file's tail, then the full logs)  sanitize.log
+#   check.log  host.log  [bench.log bench.json roofline.png]
+# Usage (on the GPU machine, from the checkout; .whl carried for the peers):
+#   COMMIT=$(git rev-parse --short HEAD) [BENCH=1] [SANITIZE=0] bash tools/gpu_run.sh [pytest args...]
 set -u -o pipefail
 OUT=${OUT:-/tmp/mla_out}
 mkdir -p "$OUT"
+work=$(mktemp -d)
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-gpu}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import cupy; print('cupy', cupy.__version__, 'nvrtc', cupy.cuda.nvrtc.getVersion())" | tee -a "$OUT/gpu.txt"
-python3 -m mla_cupy check 2>&1 | tee "$OUT/check.log"
-python3 -m mla_cupy demo 2>&1 | tee -a "$OUT/check.log"
-python3 -m pytest -m gpu -x -q -p no:cacheprovider "$@" tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -30
-[ "${MEMCHECK:-1}" = 0 ] || compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tee "$OUT/memcheck.log" | tail -15
-# the bench beside FlashMLA and FlashInfer (installs .whl/ when carried); BENCH_ARGS picks cases
-[ "${BENCH:-1}" = 0 ] || OUT="$OUT" bash tools/gpu_bench.sh ${BENCH_ARGS:-}
-[ "${HOST:-1}" = 0 ] || python3 tools/host_cost.py --profile 2>&1 | tee "$OUT/host.log" | head -60
-# Which target NVRTC builds when both -arch=sm_90a (ours) and CuPy's -arch=sm_90 are given:
-python3 -c "
-from cupy.cuda import nvrtc
-p = nvrtc.createProgram('extern \"C\" __global__ void k(int* x){ x[0] = 1; }', 'k.cu', [], [])
-nvrtc.compileProgram(p, ['-arch=sm_90a', '-arch=sm_90', '-Xptxas=-v'])
-print([l for l in nvrtc.getProgramLog(p).splitlines() if 'Compiling entry' in l])" 2>&1 | tee -a "$OUT/host.log"
+if ls .whl/*.whl >/dev/null 2>&1; then   # torch-free peers for host_cost and bench
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+
+start=$(date +%s)
+for f in tests/test_gpu_*.py; do
+  name=$(basename "$f" .py)
+  ( timeout "${TEST_TIMEOUT:-480}" python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 "$@" "$f" \
+      > "$work/$name.log" 2>&1; echo "[$name exit $?]" >> "$work/$name.log" ) &
+done
+if [ "${SANITIZE:-1}" != 0 ]; then
+  ( timeout "${SANITIZE_TIMEOUT:-480}" bash tools/sanitize_all.sh --quick --log-dir "$work/sanitize" \
+      ${SANITIZE_ARGS:-} > "$OUT/sanitize.log" 2>&1; echo "[sanitize exit $?]" >> "$OUT/sanitize.log"
+    cat "$work"/sanitize/*.log >> "$OUT/sanitize.log" 2>/dev/null ) &
+fi
+wait
+echo "# tests and sanitizer: $(( $(date +%s) - start )) s" | tee "$OUT/tests.log"
+for f in "$work"/test_*.log; do echo "== $(basename "$f")"; tail -4 "$f"; done | tee -a "$OUT/tests.log"
+for f in "$work"/test_*.log; do echo; echo "==== $(basename "$f")"; cat "$f"; done >> "$OUT/tests.log"
+[ "${SANITIZE:-1}" = 0 ] || tail -5 "$OUT/sanitize.log"
+
+python3 -m mla_cupy check > "$OUT/check.log" 2>&1
+python3 -m mla_cupy demo >> "$OUT/check.log" 2>&1
+tail -8 "$OUT/check.log"
+[ "${HOST:-1}" = 0 ] || timeout 240 python3 tools/host_cost.py --profile > "$OUT/host.log" 2>&1
+[ "${HOST:-1}" = 0 ] || head -40 "$OUT/host.log"
+# the bench beside FlashMLA and FlashInfer; BENCH_ARGS picks cases
+[ "${BENCH:-0}" = 0 ] || OUT="$OUT" bash tools/gpu_bench.sh ${BENCH_ARGS:-} > /dev/null 2>&1
+[ "${BENCH:-0}" = 0 ] || grep -v "^#" "$OUT/bench.log" | cut -c1-200
+rm -rf "$work"
