@@ -22,7 +22,8 @@ a position ``< N_b``.
 from __future__ import annotations
 
 import dataclasses
-import os
+
+from . import environment
 from typing import NamedTuple
 
 import numpy as np
@@ -89,7 +90,7 @@ def resolve_validate(validate) -> bool:
     dtypes only."""
     name = "validate"
     if validate is None:
-        env = os.environ.get(ENV, "")
+        env = environment.get(environment.VALIDATE) or ""
         mapped = {"": "host", "0": "host", "host": "host", "1": "full", "full": "full"}.get(env)
         if mapped is None:
             raise ValueError(f"{ENV}: expected 0, 1, host or full, got {env!r}")

@@ -15,6 +15,7 @@ import re
 import tempfile
 import threading
 
+from . import environment
 from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, Sparsity, hopper_supports, parse, resolve_backend
@@ -61,7 +62,7 @@ class Resources:
 
 def dump_dir() -> str:
     """Where rendered sources go on a compile error (MLA_CUPY_DUMP_DIR overrides)."""
-    return os.environ.get("MLA_CUPY_DUMP_DIR") or os.path.join(tempfile.gettempdir(), "mla_cupy")
+    return environment.get(environment.DUMP_DIR) or os.path.join(tempfile.gettempdir(), "mla_cupy")
 
 
 def _dump_source(name: str, source: str) -> tuple[str, str]:

@@ -10,15 +10,14 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import os
 import threading
 
 import numpy as np
 
-from . import abi, checked, records
+from . import abi, checked, environment, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
-from .plan import (ARRAY_PARAMS, LAUNCH_ENV, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
+from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import device_arch, get_kernel, runs_hopper
@@ -249,20 +248,21 @@ def _build_plan(
                 abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (COMBINE_THREADS,),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=num_partitions), mode)
-    precheck = None
-    if full_check:
-        def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
-            # raises before the decode; the only device-to-host copy of the call
-            arrays = dict(input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),
-                          scalar_args=to_cupy(call_arrays_buffer(scalar_args_buf), "scalar_args_buf"),
-                          cache_lengths=to_cupy(kv_collection.cache_lengths, "kv_collection.cache_lengths"),
-                          lookup_table=to_cupy(kv_collection.lookup_table, "kv_collection.lookup_table"))
-            checked.check_on_device(arrays, kv_collection, sparse, stream=external_stream(call_handle),
-                                    device_id=device_id, num_tokens=num_tokens, host_batch=host_batch,
-                                    q_max_seq_len=q_max_seq_len, mask=mask, window=window, fold=fold)
+
+    def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
+        """Checked mode: the device check of this call's values; raises before the
+        decode (the only device-to-host copy of the call)."""
+        arrays = dict(input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),
+                      scalar_args=to_cupy(call_arrays_buffer(scalar_args_buf), "scalar_args_buf"),
+                      cache_lengths=to_cupy(kv_collection.cache_lengths, "kv_collection.cache_lengths"),
+                      lookup_table=to_cupy(kv_collection.lookup_table, "kv_collection.lookup_table"))
+        checked.check_on_device(arrays, kv_collection, sparse, stream=external_stream(call_handle),
+                                device_id=device_id, num_tokens=num_tokens, host_batch=host_batch,
+                                q_max_seq_len=q_max_seq_len, mask=mask, window=window, fold=fold)
+
     return DecodePlan(variant=key.name, decode=decode_launch, combine=combine_launch, noop=False,
                       workspace=(o_part, lse_part) if o_part is not None else None,
-                      precheck=precheck, **plan_args), ptrs, handle
+                      precheck=precheck if full_check else None, **plan_args), ptrs, handle
 
 
 def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
@@ -313,18 +313,20 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     # A new buffer is uploaded in the order of the call's stream (given, or torch's
     # current one): a non-blocking stream does not wait for CuPy's current stream,
     # so its decode could read the buffer before the copy lands.
-    upload_order = (external_stream(_stream_handle(stream, q, _device_id(q)))
-                    if stream is not None or torch_io else contextlib.nullcontext())
-    with upload_order:
-        sa = shared_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
-                                layout=layout.value, num_partitions=num_partitions,
-                                sparse_mla=kw.get("sparse_mla", False),
-                                indices_stride=kw.get("indices_stride", 0),
-                                extra_indices_stride=kw.get("extra_indices_stride", 0),
-                                fold_shared_index=kw.get("fold_shared_index", False),
-                                window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
-                                backend=kw.get("backend"),
-                                batch_invariant=kw.get("batch_invariant", False))
+    def upload_order():
+        if stream is None and not torch_io:
+            return contextlib.nullcontext()
+        return external_stream(_stream_handle(stream, q, _device_id(q)))
+
+    sa = shared_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
+                            layout=layout.value, num_partitions=num_partitions,
+                            sparse_mla=kw.get("sparse_mla", False),
+                            indices_stride=kw.get("indices_stride", 0),
+                            extra_indices_stride=kw.get("extra_indices_stride", 0),
+                            fold_shared_index=kw.get("fold_shared_index", False),
+                            window=window if mask == Mask.SLIDING_WINDOW_CAUSAL else None,
+                            backend=kw.get("backend"),
+                            batch_invariant=kw.get("batch_invariant", False), upload_order=upload_order)
     sparse_and_fp8_args.setdefault("per_token_scale_rope_aware",
                                    kv_collection.layout is Layout.FP8_ROPE_AWARE)
     generic_flare_mla_decode_kv_cache_ragged(
@@ -405,14 +407,13 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
         handle = _stream_handle(stream, q, sigs[0][3])
     except Exception:   # noqa: BLE001 - the full path validates first, then reports it
         return None
-    env = os.environ
     key = (sigs, kv.layout, kv.page_size, extra_part, extra_scales_ptr is None,
            type(layer_idx), layer_idx, type(scale), scale, type(mask_str), mask_str,
            type(window), window, type(rope_aware), rope_aware, type(sparse_mla), sparse_mla,
            type(fold), fold, type(indices_stride), indices_stride, type(extra_stride), extra_stride,
            type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
-           backend, env.get("MLA_CUPY_BACKEND"), env.get(LAUNCH_ENV), handle,
+           backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH), handle,
            type(batch_invariant), batch_invariant, sa.batch_invariant)
     try:
         hash(key)

@@ -19,11 +19,10 @@ No CuPy import at module level (the CPU tests build plans with stand-ins).
 from __future__ import annotations
 
 import array
-import os
 import sys
 import threading
 
-from . import abi
+from . import abi, environment
 from .arrays import dtype_name
 from .validate import _device_of, _is_c_contiguous
 
@@ -36,7 +35,6 @@ ARRAY_PARAMS = ("q", "out", "lse", "input_row_offsets", "blocks", "lookup_table"
 RUN_ARRAYS = 3
 # The argument each per-call array is named by in messages.
 _RUN_NAMES = ("q", "output", "lse")
-LAUNCH_ENV = "MLA_CUPY_LAUNCH"     # "driver" (default) or "cupy" (RawKernel.__call__)
 LAUNCH_MODES = ("driver", "cupy")
 
 NOT_A_DEVICE_ARRAY = object()      # array_info's signature of anything else
@@ -162,9 +160,9 @@ def current_device() -> int:
 
 
 def launch_mode() -> str:
-    mode = os.environ.get(LAUNCH_ENV) or "driver"
+    mode = environment.get(environment.LAUNCH) or "driver"
     if mode not in LAUNCH_MODES:
-        raise ValueError(f"{LAUNCH_ENV}: expected one of {LAUNCH_MODES}, got {mode!r}")
+        raise ValueError(f"{environment.LAUNCH}: expected one of {LAUNCH_MODES}, got {mode!r}")
     return mode
 
 

@@ -21,7 +21,7 @@ import pathlib
 
 import jinja2
 
-from . import abi, records
+from . import abi, environment, records
 from .variants import QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
@@ -92,8 +92,7 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     keeps three tiles (108 KB) in flight per SM (the pipelined warpgroup 0
     needs three buffers at least, so 64-key tiles no longer fit).
     MLA_CUPY_HOPPER_TILE names the shape (read at render time)."""
-    import os
-    choice = os.environ.get("MLA_CUPY_HOPPER_TILE") or "32x4"
+    choice = environment.get(environment.HOPPER_TILE) or "32x4"
     if choice not in HOPPER_TILES:
         raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
     return HOPPER_TILES[choice]

@@ -6,6 +6,7 @@ the buffer, never from a device-to-host copy.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import threading
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import environment
 from .compiler import resident_ctas
 from .schedule import BATCH_INVARIANT_PARTITIONS, H200_SMS, choose_num_partitions, row_tiling
 from .validate import check_flag
@@ -115,17 +117,19 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
                        *, layout: str = "bf16", sparse_mla: bool = False, indices_stride: int = 0,
                        extra_indices_stride: int = 0, fold_shared_index: bool = False,
                        num_partitions: int | None = None, window: int | None = None,
-                       backend: str | None = None, batch_invariant: bool = False) -> ScalarArgs:
+                       backend: str | None = None, batch_invariant: bool = False,
+                       upload_order=None) -> ScalarArgs:
     """:func:`pack_scalar_args` for the current device, memoised (what
     ``mla_decode`` uses): equal arguments give the same read-only ScalarArgs,
-    so a steady decode loop packs and uploads nothing.  Do not ``update`` it."""
-    import os
+    so a steady decode loop packs and uploads nothing.  Do not ``update`` it.
+    ``upload_order``: a callable giving the context (a stream) a new buffer's
+    upload runs in; called only when a buffer is made."""
 
     from .plan import current_device
     device_id = current_device()
     key = (device_id, batch_size, type(q_max_seq_len), q_max_seq_len, max_cache_length, num_heads,
            layout, sparse_mla, indices_stride, extra_indices_stride, fold_shared_index,
-           type(num_partitions), num_partitions, window, backend, os.environ.get("MLA_CUPY_BACKEND"),
+           type(num_partitions), num_partitions, window, backend, environment.get(environment.BACKEND),
            type(batch_invariant), batch_invariant)
     try:
         values = _partitions.get(key)
@@ -133,11 +137,12 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
         values = key = None
     if values is not None:
         return _shared[values]
-    sa = pack_scalar_args(batch_size, q_max_seq_len, max_cache_length, num_heads, layout=layout,
-                          sparse_mla=sparse_mla, indices_stride=indices_stride,
-                          extra_indices_stride=extra_indices_stride,
-                          fold_shared_index=fold_shared_index, num_partitions=num_partitions,
-                          window=window, backend=backend, batch_invariant=batch_invariant)
+    with upload_order() if upload_order is not None else contextlib.nullcontext():
+        sa = pack_scalar_args(batch_size, q_max_seq_len, max_cache_length, num_heads, layout=layout,
+                              sparse_mla=sparse_mla, indices_stride=indices_stride,
+                              extra_indices_stride=extra_indices_stride,
+                              fold_shared_index=fold_shared_index, num_partitions=num_partitions,
+                              window=window, backend=backend, batch_invariant=batch_invariant)
     values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions, sa.batch_invariant)
     with _shared_lock:
         sa = _shared.setdefault(values, sa)

@@ -18,6 +18,7 @@ import enum
 import itertools
 import re
 
+from . import environment
 from .records import D_QK, D_ROPE, D_V, ROW_BYTES, Layout, output_dtype_name  # noqa: F401 (re-exported)
 
 
@@ -196,9 +197,8 @@ BACKENDS = ("auto", "portable", "hopper")
 def resolve_backend(backend=None) -> str:
     """The requested kernel family: the argument, else MLA_CUPY_BACKEND, else
     ``"auto"`` (Hopper kernels on sm_90 where they apply, portable elsewhere)."""
-    import os
     if backend is None:
-        backend = os.environ.get("MLA_CUPY_BACKEND") or "auto"
+        backend = environment.get(environment.BACKEND) or "auto"
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend: expected one of {BACKENDS} (argument or MLA_CUPY_BACKEND), "
                          f"got {backend!r}")

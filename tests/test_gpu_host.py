@@ -231,21 +231,39 @@ def test_custom_op_under_torch_compile_fullgraph(rng):
     case = _case(rng)
     q, offsets, kv, sink = _inputs(case, "torch")
 
+    max_len = int(case.cache_lengths.max())
+
     class Decode(torch.nn.Module):
+        """What an engine compiles: the raw op on tensors (a collection object
+        is built outside the graph, or not at all)."""
+
         def forward(self, q, blocks, table, lengths, offsets, sink):
-            kv = PagedKVCollection(blocks, table, lengths, case.page_size,
-                                   max_cache_length=int(case.cache_lengths.max()))
-            out, lse = torch_ops.mla_decode(q, kv, offsets, q_max_seq_len=1, scale=case.scale,
+            out, lse = torch.ops.mla_cupy.mla_decode(q, blocks, table, lengths, offsets, case.page_size,
+                                                     max_len, 1, 0, case.scale, "causal", None, sink,
+                                                     None, None, None)
+            return out * 2, lse
+
+    class DecodeWithCollection(torch.nn.Module):
+        """The collection wrapper, with the collection held by the module."""
+
+        def __init__(self, kv):
+            super().__init__()
+            self.kv = kv
+
+        def forward(self, q, offsets, sink):
+            out, lse = torch_ops.mla_decode(q, self.kv, offsets, q_max_seq_len=1, scale=case.scale,
                                             attn_sink=sink, return_lse=True)
             return out * 2, lse
 
     args = (q, kv.blocks, kv.lookup_table, kv.cache_lengths, offsets, sink)
     compiled = torch.compile(Decode(), fullgraph=True)
     got_out, got_lse = compiled(*args)
+    wrapped_out, wrapped_lse = torch.compile(DecodeWithCollection(kv), fullgraph=True)(q, offsets, sink)
     eager_out, eager_lse = mla_decode(q, kv, offsets, scale=case.scale, attn_sink=sink, return_lse=True,
                                       q_max_seq_len=1)
     torch.cuda.synchronize()
     assert torch.equal(got_out, eager_out * 2) and torch.equal(got_lse, eager_lse)
+    assert torch.equal(wrapped_out, eager_out * 2) and torch.equal(wrapped_lse, eager_lse)
     _check(case, eager_out, eager_lse)
     torch.library.opcheck(torch.ops.mla_cupy.mla_decode.default,
                           (q, kv.blocks, kv.lookup_table, kv.cache_lengths, offsets, case.page_size,
