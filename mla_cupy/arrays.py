@@ -32,6 +32,9 @@ def dtype_name(x) -> str:
 def is_device_array(x) -> bool:
     if is_torch(x):
         return x.is_cuda
+    t = type(x)
+    if t.__name__ == "ndarray" and t.__module__.startswith("cupy"):
+        return True   # without building __cuda_array_interface__ (a dict and a stream query per read)
     return hasattr(x, "__cuda_array_interface__")
 
 
