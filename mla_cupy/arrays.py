@@ -16,6 +16,14 @@ def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
+def is_cupy(x) -> bool:
+    """A CuPy ndarray, told by its type (no CuPy import; its attributes are then
+    read directly, not through ``__cuda_array_interface__`` or ``flags``, which
+    build objects on every read)."""
+    t = type(x)
+    return t.__name__ == "ndarray" and t.__module__.startswith("cupy")
+
+
 _DTYPE_NAMES: dict = {}
 
 
@@ -32,9 +40,8 @@ def dtype_name(x) -> str:
 def is_device_array(x) -> bool:
     if is_torch(x):
         return x.is_cuda
-    t = type(x)
-    if t.__name__ == "ndarray" and t.__module__.startswith("cupy"):
-        return True   # without building __cuda_array_interface__ (a dict and a stream query per read)
+    if is_cupy(x):
+        return True
     return hasattr(x, "__cuda_array_interface__")
 
 

@@ -6,6 +6,7 @@ from .arrays import dtype_name, to_host_int
 from .records import Layout
 
 _INDEX_DTYPES = ("int32", "uint32")
+_D_QK: dict = {}   # (layout, dtype name, row width) -> D_qk
 
 
 class PagedKVCollection:
@@ -62,9 +63,13 @@ class PagedKVCollection:
     @property
     def d_qk(self) -> int:
         """Q.K width of this cache: 576 (latent + rope) or 512 (no rope)."""
-        dt, width = dtype_name(self.blocks), self.blocks.shape[3]
-        return next(d for d in records.D_QK_CHOICES[self.layout]
-                    if records.row_width(self.layout, d, dt) == width)
+        key = (self.layout, dtype_name(self.blocks), self.blocks.shape[3])
+        d = _D_QK.get(key)
+        if d is None:   # read on every mla_decode call without a scale: memoised
+            layout, dt, width = key
+            d = _D_QK[key] = next(d for d in records.D_QK_CHOICES[layout]
+                                  if records.row_width(layout, d, dt) == width)
+        return d
 
     def __repr__(self):
         return (f"PagedKVCollection(layout={self.layout.value!r}, blocks={list(self.blocks.shape)}, "

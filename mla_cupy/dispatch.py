@@ -74,7 +74,10 @@ def generic_flare_mla_decode_kv_cache_ragged(
         stream, backend, batch_invariant)
     if hit is not None:
         key, ptrs, handle = hit
-        plan = _eager_plans.get(key)
+        try:
+            plan = _eager_plans.get(key)
+        except TypeError:   # an unhashable argument: validation reports it
+            plan = hit = None
         if plan is not None:
             plan.launch_with(ptrs, handle)
             return
@@ -397,10 +400,16 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
         return None
     if extra_scales is None:
         extra_scales = extra_scales_ptr
-    sigs, ptrs = zip(*map(array_info, (
-        q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink, sa.buffer,
-        q_scale, kv.scales, d_indices, topk_lengths, logical_indices, extra_blocks, extra_d_indices,
-        extra_topk_lengths, extra_scales)))
+    common = (q, output, lse, offsets, kv.blocks, kv.lookup_table, kv.cache_lengths, sink, sa.buffer,
+              q_scale, kv.scales)
+    if (d_indices is None and topk_lengths is None and logical_indices is None and extra_blocks is None
+            and extra_d_indices is None and extra_topk_lengths is None and extra_scales is None):
+        sigs, ptrs = zip(*map(array_info, common))   # dense: the sparse arrays' part is constant
+        sigs, ptrs = sigs + _NO_SPARSE_SIGS, ptrs + _NO_SPARSE_PTRS
+    else:
+        sigs, ptrs = zip(*map(array_info, common + (
+            d_indices, topk_lengths, logical_indices, extra_blocks, extra_d_indices,
+            extra_topk_lengths, extra_scales)))
     if sigs[0] is None or NOT_A_DEVICE_ARRAY in sigs:
         return None
     try:
@@ -415,11 +424,11 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
            backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH), handle,
            type(batch_invariant), batch_invariant, sa.batch_invariant)
-    try:
-        hash(key)
-    except TypeError:   # e.g. a list where a scalar belongs: validation says so
-        return None
-    return key, ptrs, handle
+    return key, ptrs, handle   # unhashable (a list where a scalar belongs): the lookup says so
+
+
+_NO_SPARSE_SIGS = (None,) * 7
+_NO_SPARSE_PTRS = (0,) * 7
 
 
 # Plans of the entry points by eager_key; they hold no caller arrays (only

@@ -232,6 +232,7 @@ class DecodePlan:
         # check of the call's values and raises before each launch
         self.precheck = precheck
         self._lock = threading.Lock()
+        self._written = None                 # the full address tuple last written, if any
 
     @property
     def grid(self):
@@ -277,13 +278,16 @@ class DecodePlan:
         if self.noop:
             return
         with self._lock:
-            self._write(ptrs, run_only)
+            if ptrs != self._written:   # a decode loop passes the same arrays: nothing to write
+                self._write(ptrs, run_only)
+                self._written = ptrs if not run_only else None
             self._launch_all(handle)
 
     def bind(self, ptrs, stream) -> None:
         """Fix every address (plan_decode) and ``run``'s default stream."""
         with self._lock:
             self._write(ptrs, False)
+            self._written = None
             self._stream = stream
 
     def _write(self, ptrs, run_only: bool) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import dtype_name, is_device_array
+from .arrays import dtype_name, is_cupy, is_device_array
 from .records import BYTE_DTYPES, D_V, Layout, output_dtype, q_dtypes, q_width
 from .variants import Mask
 
@@ -42,6 +42,8 @@ def _strides(x):
 
 
 def _is_c_contiguous(x) -> bool:
+    if is_cupy(x):
+        return x._c_contiguous
     if callable(getattr(x, "is_contiguous", None)):
         return x.is_contiguous()
     flags = getattr(x, "flags", None)
