@@ -33,7 +33,7 @@ NO_VIOLATION = (1 << 64) - 1
 KEY_LIMIT = 2**31                    # C_b + S_b must stay below it (§11.3)
 NUM_THREADS = 256
 VALIDATE_MODES = ("host", "full")
-ENV = "MLA_CUPY_VALIDATE"
+ENV = environment.VALIDATE
 
 
 @dataclasses.dataclass(frozen=True)

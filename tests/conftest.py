@@ -4,6 +4,7 @@ import secrets
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+from mla_cupy import environment
 
 settings.register_profile("default", deadline=None, max_examples=25,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -32,7 +33,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-SEED_ENV = "MLA_CUPY_SEED"
+SEED_ENV = environment.SEED
 
 
 @pytest.fixture

@@ -22,10 +22,13 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mla_cupy import environment  # noqa: E402
+
 
 def correctness(quick: bool) -> int:
     from mla_cupy import testing
-    seed = int(os.environ.get("MLA_CUPY_SEED") or np.random.SeedSequence().entropy % 2**32)
+    seed = int(environment.get(environment.SEED) or np.random.SeedSequence().entropy % 2**32)
     rng = np.random.default_rng(seed)
     print(f"seed {seed}")
     cases = []
@@ -78,7 +81,7 @@ def correctness(quick: bool) -> int:
 
 
 def main() -> int:
-    os.environ["MLA_CUPY_BACKEND"] = "hopper"   # an error wherever the family would not run
+    os.environ[environment.BACKEND] = "hopper"   # an error wherever the family would not run
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()

@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from mla_cupy import environment  # noqa: E402
 from mla_cupy import (PagedKVCollection, generic_flare_mla_decode_kv_cache_ragged, mla_decode,  # noqa: E402
                       pack_scalar_args, plan_decode)
 
@@ -100,7 +101,7 @@ def gpu_rows(args):
         }
         plan = plan_decode(q, offsets, kv, 0, inputs.scale, out, sa)
         paths["plan.run (cupy)"] = lambda: plan.run(q, out)
-        with _env("MLA_CUPY_LAUNCH", "cupy"):
+        with _env(environment.LAUNCH, "cupy"):
             plan_cupy_launch = plan_decode(q, offsets, kv, 0, inputs.scale, out, sa)
         paths["plan.run via RawKernel.__call__ (cupy)"] = lambda: plan_cupy_launch.run(q, out)
         if torch is not None:
