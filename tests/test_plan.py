@@ -250,3 +250,34 @@ def test_import_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, (r.returncode, r.stderr)
+
+
+def test_checked_mode_checks_before_every_launch_and_is_never_memoised(launches, monkeypatch):
+    """validate="full": the device check runs before each launch (entry point and
+    plan.run), a failing check launches nothing, and the default path never
+    runs it."""
+    from mla_cupy import checked
+    seen = []
+
+    def check(arrays, kv, sparse, *, stream, **facts):
+        seen.append(facts["num_tokens"])
+        if len(seen) == 3:
+            raise ValueError("kv_collection.cache_lengths: sequence 0: expected ..., got -1")
+
+    monkeypatch.setattr(checked, "check_on_device", check)
+    monkeypatch.setattr(dispatch, "to_cupy", lambda x, name: x)         # no device behind the stand-ins
+    monkeypatch.setattr(dispatch, "external_stream", lambda handle: handle)
+    args = dense_args()
+    generic_flare_mla_decode_kv_cache_ragged(**args, validate="full")
+    generic_flare_mla_decode_kv_cache_ragged(**args, validate="full")
+    assert seen == [T, T] and len(launches) == 2 * 2          # decode + combine, twice
+    with pytest.raises(ValueError, match="^kv_collection.cache_lengths"):
+        generic_flare_mla_decode_kv_cache_ragged(**args, validate="full")
+    assert len(launches) == 4                                  # nothing launched
+    generic_flare_mla_decode_kv_cache_ragged(**args)           # default: no device check
+    plan = plan_decode(**args)
+    plan.run(args["q"], args["output"])
+    assert len(seen) == 3 and len(launches) == 8
+    checked_plan = plan_decode(**args, validate="full")
+    checked_plan.run(args["q"], args["output"])
+    assert len(seen) == 4 and len(launches) == 10
