@@ -16,12 +16,15 @@ def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def is_cupy(x) -> bool:
-    """A CuPy ndarray, told by its type (no CuPy import; its attributes are then
-    read directly, not through ``__cuda_array_interface__`` or ``flags``, which
-    build objects on every read)."""
-    t = type(x)
+def is_cupy_type(t: type) -> bool:
+    """Whether ``t`` is CuPy's ndarray, told without importing CuPy (its
+    attributes are then read directly, not through ``__cuda_array_interface__``
+    or ``flags``, which build objects on every read)."""
     return t.__name__ == "ndarray" and t.__module__.startswith("cupy")
+
+
+def is_cupy(x) -> bool:
+    return is_cupy_type(type(x))
 
 
 _DTYPE_NAMES: dict = {}

@@ -319,7 +319,7 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     def upload_order():
         if stream is None and not torch_io:
             return contextlib.nullcontext()
-        return external_stream(_stream_handle(stream, q, _device_id(q)))
+        return call_stream(stream, q)
 
     sa = shared_scalar_args(batch_size, q_max_seq_len, kv_collection.max_cache_length, num_heads,
                             layout=layout.value, num_partitions=num_partitions,
@@ -354,6 +354,12 @@ def _scalar_args_values(buf) -> tuple[int, int, int]:
         raise ValueError(f"scalar_args_buf: expected batch_size, q_max_seq_len >= 0, got {host.tolist()}")
     check_num_partitions(int(host[2]))
     return int(host[0]), int(host[1]), int(host[2])
+
+
+def call_stream(stream, like):
+    """The stream a call on ``like``'s device runs on (plan.stream_handle's rule)
+    as a CuPy stream object, for work issued through CuPy."""
+    return external_stream(_stream_handle(stream, like, _device_id(like)))
 
 
 def call_arrays_buffer(scalar_args_buf):

@@ -41,19 +41,13 @@ from . import validate as V
 from .arrays import dtype_name, is_torch, to_cupy
 from .cache import PagedKVCollection
 from .dispatch import _device_id, _empty_like_io
-from .plan import external_stream, stream_handle
+from .dispatch import call_stream as _resolve_stream
 
 from .records import D_V, Layout, output_dtype_name
 from .sharding import Sharding
 from .variants import Mask
 
 __all__ = ["ContextParallel", "Sharding", "compile_offline", "make_nccl_comm", "nccl_unique_id"]
-
-def _resolve_stream(stream, like):
-    """The call's stream as a CuPy stream object (the entry points' rule:
-    plan.stream_handle)."""
-    return external_stream(stream_handle(stream, like, _device_id(like)))
-
 
 TEMPLATE = "distributed/mla_cp.cu.j2"
 KERNELS = ("mla_cp_prepare_dense", "mla_cp_empty_lse", "mla_cp_translate", "mla_cp_unpack")

@@ -23,7 +23,7 @@ import sys
 import threading
 
 from . import abi, environment
-from .arrays import dtype_name
+from .arrays import dtype_name, is_cupy_type
 from .validate import _device_of, _is_c_contiguous
 
 # ABI names of a call's device arrays, in the order the entry points gather
@@ -49,10 +49,9 @@ _kinds: dict = {}
 def _kind(t) -> int:
     kind = _kinds.get(t)
     if kind is None:
-        mod = t.__module__
-        if mod.startswith("cupy") and t.__name__ == "ndarray":
+        if is_cupy_type(t):
             kind = _KIND_CUPY
-        elif mod.startswith("torch") and hasattr(t, "data_ptr"):
+        elif t.__module__.startswith("torch") and hasattr(t, "data_ptr"):
             kind = _KIND_TORCH
         else:
             kind = _KIND_OTHER
