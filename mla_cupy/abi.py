@@ -149,6 +149,8 @@ DECODE = Abi("mla_decode", (
     P("scale_log2", "float", "softmax scale * log2(e)"),
     P("group_rows", "int", "query rows per row group (schedule.row_tiling)"),
     P("group_tiles", "int", "CTAs (row tiles) per row group (schedule.row_tiling)"),
+    P("split_len", "int", "keys per split, rounded up to whole granules (batch_invariant); "
+      "0: the key axis cut into num_partitions splits"),
     # sparse mode (null / 0 when dense)
     P("d_indices", "const int*", "[T, indices_stride] encoded rows block * page_size + slot", nullable=True),
     P("topk_lengths", "const int*", "[B] or null", nullable=True),

@@ -182,8 +182,12 @@ def _build_plan(
     if host_batch > batch_size:
         raise ValueError(f"scalar_args_buf: batch_size {host_batch} exceeds the "
                          f"{batch_size} sequences of input_row_offsets")
+    # A fixed split length (a batch_invariant ScalarArgs) goes with its own count
+    # only: num_partitions_in cuts the axis into that many splits instead.
+    split_len = scalar_args_buf.split_len if isinstance(scalar_args_buf, ScalarArgs) else 0
     if num_partitions_in is not None:
         num_partitions = int(num_partitions_in)
+        split_len = 0
 
     device_id = _device_id(q)
     V.check_same_device(dict(input_row_offsets=input_row_offsets, output=output, lse=lse,
@@ -243,7 +247,8 @@ def _build_plan(
             (cfg.num_threads,), cfg.smem_bytes,
             decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
                                scale=scale, num_tokens=num_tokens, num_heads=num_heads,
-                               window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0),
+                               window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
+                               split_len=split_len),
             mode)
         combine_launch = None
         if combine is not None:
@@ -429,7 +434,7 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
            type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
            backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH), handle,
-           type(batch_invariant), batch_invariant, sa.batch_invariant)
+           type(batch_invariant), batch_invariant, sa.batch_invariant, sa.split_len)
     return key, ptrs, handle   # unhashable (a list where a scalar belongs): the lookup says so
 
 
@@ -451,7 +456,7 @@ def _remember(memo: dict, key, value) -> None:
 
 
 def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx, scale,
-                       num_tokens, num_heads, window) -> dict:
+                       num_tokens, num_heads, window, split_len=0) -> dict:
     """The decode kernel's arguments by ABI name (abi.DECODE): ``given`` the
     call's array addresses by ABI name (None = null), ``work`` the workspace's
     (o_part, lse_part); ``sparse`` is validate.SparseArgs or None (dense)."""
@@ -460,7 +465,7 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         given, **work, num_heads=num_heads, num_layers=kv.num_layers, layer_idx=layer_idx,
         page_size=kv.page_size, lookup_stride=kv.lookup_table.shape[1], window=window,
         num_tokens=num_tokens, scale_log2=scale * LOG2E, group_rows=tiling.group_rows,
-        group_tiles=tiling.group_tiles,
+        group_tiles=tiling.group_tiles, split_len=split_len,
         indices_stride=sparse.indices_stride if sparse is not None else 0,
         extra_stride=sparse.extra_indices_stride if sparse is not None else 0,
         main_rows_total=kv.num_blocks * kv.page_size,

@@ -16,7 +16,8 @@ import numpy as np
 
 from . import environment
 from .compiler import resident_ctas
-from .schedule import BATCH_INVARIANT_PARTITIONS, H200_SMS, choose_num_partitions, row_tiling
+from .schedule import (BATCH_INVARIANT_SPLIT_KEYS, H200_SMS, batch_invariant_partitions, choose_num_partitions,
+                       key_axis_bound, row_tiling)
 from .validate import check_flag
 
 BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
@@ -31,7 +32,8 @@ class ScalarArgs:
     batch_size: int
     q_max_seq_len: int
     num_partitions: int
-    batch_invariant: bool = False   # num_partitions does not depend on the batch (§10)
+    batch_invariant: bool = False   # the split does not depend on the batch (§10)
+    split_len: int = 0              # keys per split (batch_invariant), 0: by num_partitions
 
     def update(self, batch_size: int, q_max_seq_len: int | None = None, stream=None) -> "ScalarArgs":
         """Rewrite the device buffer in place (same address, so a captured
@@ -74,12 +76,18 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     ``window``: the sliding-window length, if any; ``backend``: the kernel
     family the call will use (as the entry point's ``backend``: None reads
     MLA_CUPY_BACKEND, else auto), whose tiles the split is planned for.
-    ``batch_invariant``: a split that does not depend on the batch
-    (``num_partitions``, else schedule.BATCH_INVARIANT_PARTITIONS; docs/spec.md
-    §10), recorded in the result for the entry point's check."""
+    ``batch_invariant``: a split that does not depend on the batch (splits of
+    schedule.BATCH_INVARIANT_SPLIT_KEYS keys, as many as the longest key axis
+    of the batch needs; or ``num_partitions`` splits when given; docs/spec.md
+    §10), recorded in the result for the entry point."""
     batch_invariant = check_flag("batch_invariant", batch_invariant)
+    split_len = 0
     if num_partitions is None and batch_invariant:
-        num_partitions = BATCH_INVARIANT_PARTITIONS
+        split_len = BATCH_INVARIANT_SPLIT_KEYS
+        tokens = q_max_seq_len if (fold_shared_index or not sparse_mla) else 1
+        num_partitions = batch_invariant_partitions(key_axis_bound(
+            q_max_seq_len, max_cache_length, sparse_mla=sparse_mla, indices_stride=indices_stride,
+            extra_indices_stride=extra_indices_stride, tokens_per_cta=tokens, window=window), window)
     if num_partitions is None:
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
@@ -95,7 +103,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     if (host < 0).any():
         raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
     return ScalarArgs(_upload(host), int(batch_size), int(q_max_seq_len), int(num_partitions),
-                      batch_invariant)
+                      batch_invariant, split_len)
 
 
 def _upload(host: np.ndarray):
@@ -143,7 +151,8 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
                               extra_indices_stride=extra_indices_stride,
                               fold_shared_index=fold_shared_index, num_partitions=num_partitions,
                               window=window, backend=backend, batch_invariant=batch_invariant)
-    values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions, sa.batch_invariant)
+    values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions, sa.batch_invariant,
+              sa.split_len)
     with _shared_lock:
         sa = _shared.setdefault(values, sa)
         if key is not None:

@@ -29,12 +29,39 @@ _CTA_FIXED_TILES = 2.0
 _COMBINE_LAUNCH_TILES = 2.0
 _COMBINE_BYTES_PER_TILE = 132 * 3.0e12 * 1.5e-6 / H200_SMS   # bytes the chip moves per tile-time
 MAX_PARTITIONS = 64
-# batch_invariant=True (docs/spec.md §10): every sequence's keys are cut into this
-# many splits whatever the batch, unless num_partitions is given.  16 keeps the
-# model's cost within ~1.3-3x of the batch-tuned choice on the H200 shapes of
-# tools/results/NOTES.md (b128 x h16/h128 at 8K keys: 1.3x/1.6x; one sequence
-# of 64K keys: 3x); `mla-cupy bench --batch-invariant` measures it.
-BATCH_INVARIANT_PARTITIONS = 16
+# batch_invariant=True (docs/spec.md §10): every sequence's key axis is cut into
+# splits of this many keys (rounded up to whole granules) whatever the batch,
+# unless num_partitions is given; num_partitions is then the most splits any
+# sequence of the batch can need (batch_invariant_partitions).  A fixed count
+# (16, before) cost 1.0-2.2x on the H200 (tools/results/NOTES.md) by cutting
+# 8K-key sequences into 512-key splits.
+BATCH_INVARIANT_SPLIT_KEYS = 4096
+
+
+def key_axis_bound(q_max_seq_len: int, max_cache_length: int, *, sparse_mla: bool = False,
+                   indices_stride: int = 0, extra_indices_stride: int = 0,
+                   tokens_per_cta: int = 1, window: int | None = None) -> int:
+    """The longest key axis a CTA of the batch can cut into splits (the
+    kernels' split_keys): dense, every key of the longest sequence or its
+    window (plus the window's alignment to a granule, which split_keys rounds
+    down); sparse, the main slots plus the extra slots of the CTA's tokens."""
+    if sparse_mla:
+        return (min(indices_stride, max_cache_length + q_max_seq_len)
+                + tokens_per_cta * extra_indices_stride)
+    keys = max_cache_length + q_max_seq_len
+    if window is not None:
+        keys = min(keys, window + q_max_seq_len - 1)
+    return keys
+
+
+def batch_invariant_partitions(axis_keys: int, window: int | None = None) -> int:
+    """Splits of BATCH_INVARIANT_SPLIT_KEYS keys that cover any sequence whose
+    key axis is at most ``axis_keys`` long: a split holds at least that many
+    keys (whole granules, rounded up), and a window's start is rounded down to
+    a granule, which one more split covers for pages up to the split length."""
+    # at least 2: every row then goes through the combine, alone or in any batch
+    # (one split would finish the row in the decode kernel, with other rounding)
+    return max(2, math.ceil(axis_keys / BATCH_INVARIANT_SPLIT_KEYS) + (window is not None))
 
 
 def tile_rows_for(rows_per_sequence: int) -> int:
@@ -152,15 +179,11 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
     # The Hopper family always runs 64-row tiles (tile_rows=64); the portable
     # one the smallest tile that holds a CTA's rows and fits the device.
     tile = tile_rows if tile_rows is not None else _fitting_tile(tile_rows_for(rows), resident_ctas)
-    if sparse_mla:
-        # Each token a CTA holds brings its own extra slots (the kernel's slot axis).
-        tokens_per_cta = min(tokens_per_tile, math.ceil(tile / num_heads))
-        keys = (min(indices_stride, max_cache_length + q_max_seq_len)
-                + tokens_per_cta * extra_indices_stride)
-    else:
-        keys = max_cache_length + q_max_seq_len
-        if window is not None:
-            keys = min(keys, window + q_max_seq_len - 1)
+    # Each token a CTA holds brings its own extra slots (the kernel's slot axis).
+    tokens_per_cta = min(tokens_per_tile, math.ceil(tile / num_heads))
+    keys = key_axis_bound(q_max_seq_len, max_cache_length, sparse_mla=sparse_mla,
+                          indices_stride=indices_stride, extra_indices_stride=extra_indices_stride,
+                          tokens_per_cta=tokens_per_cta, window=window)
     row_tiles = row_tiling(q_max_seq_len, num_heads, per_token=tokens_per_tile != q_max_seq_len,
                            tile_rows=tile).grid_x
     slots = max(1, sm_count) * resident_ctas[tile]

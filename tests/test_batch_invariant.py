@@ -11,15 +11,17 @@ import pytest
 from hypothesis import given, strategies as st
 
 from mla_cupy import scalar_args as SA
-from mla_cupy.schedule import BATCH_INVARIANT_PARTITIONS, KEYS_PER_TILE, row_tiling
+from mla_cupy.schedule import BATCH_INVARIANT_SPLIT_KEYS, KEYS_PER_TILE, row_tiling
 
 
 def cta_work(seq_len, cache_len, num_heads, tiling, num_partitions, *, page_size, mask="causal",
-             window=0, sparse_slots=None):
+             window=0, sparse_slots=None, split_len=0):
     """{(x, y): (rows, (lo, hi))} for the CTAs of one sequence that compute rows:
     the kernels' cta_rows and split_keys (portable mla_decode.cu.j2, and the
     Hopper kernel's identical dense rule), transcribed.  ``sparse_slots``: k_b
-    of a sparse sequence without extra slots (None: dense)."""
+    of a sparse sequence without extra slots (None: dense); ``split_len`` as the
+    kernels' argument.  CTAs whose key range is empty (they only mark their
+    partial empty) are left out; every key of the axis must fall in some split."""
     work = {}
     for x in range(tiling.grid_x):
         g = x // tiling.group_tiles
@@ -37,14 +39,18 @@ def cta_work(seq_len, cache_len, num_heads, tiling, num_partitions, *, page_size
                     page_size * math.ceil(KEYS_PER_TILE / page_size)
                 axis_lo -= axis_lo % granule
                 axis_hi = cache_len + seq_len
-            per_split = math.ceil(math.ceil((axis_hi - axis_lo) / granule) / num_partitions)
+            per_split = (math.ceil(split_len / granule) if split_len
+                         else math.ceil(math.ceil((axis_hi - axis_lo) / granule) / num_partitions))
             lo = axis_lo + y * per_split * granule
             hi = min(axis_hi, lo + per_split * granule)
+            if y == num_partitions - 1:
+                assert axis_lo + num_partitions * per_split * granule >= axis_hi, "keys past the last split"
             if sparse_slots is None and mask != "null":
                 hi = min(hi, cache_len + tok_last + 1)
             if sparse_slots is None and mask == "sliding_window_causal":
                 lo = max(lo, cache_len + tok_first - window + 1)
-            work[(x, y)] = ((r0, row_end), (lo, max(lo, hi)))
+            if hi > lo:
+                work[(x, y)] = ((r0, row_end), (lo, hi))
     return work
 
 
@@ -87,9 +93,10 @@ def test_a_sequence_computes_the_same_work_alone_and_in_any_batch(
     for lens, max_cache in (([seq_len], cache_len),
                             ([seq_len] + [s for s, _ in others], max([cache_len] + [c for _, c in others]))):
         tiling, sa = _plan(lens, max_cache, num_heads, batch_invariant=True, per_token=per_token, **kw)
-        assert sa.batch_invariant and sa.num_partitions == BATCH_INVARIANT_PARTITIONS
+        assert sa.batch_invariant and sa.split_len == BATCH_INVARIANT_SPLIT_KEYS and sa.num_partitions >= 2
         works.append(cta_work(seq_len, cache_len, num_heads, tiling, sa.num_partitions,
-                              page_size=page_size, mask=mask, window=window, sparse_slots=slots))
+                              page_size=page_size, mask=mask, window=window, sparse_slots=slots,
+                              split_len=sa.split_len))
     assert works[0] == works[1]
 
 
@@ -119,4 +126,4 @@ def test_pack_keeps_a_given_num_partitions_and_rejects_bad_flags(no_upload):
 
 def test_update_keeps_the_flag(no_upload):
     sa = SA.pack_scalar_args(3, 2, 100, 16, batch_invariant=True).update(2)
-    assert sa.batch_invariant and sa.buffer.tolist() == [2, 2, BATCH_INVARIANT_PARTITIONS]
+    assert sa.batch_invariant and sa.buffer.tolist() == [2, 2, sa.num_partitions] and sa.split_len
