@@ -207,7 +207,8 @@ def resolve_backend(backend=None) -> str:
 
 def hopper_supports(key: DecodeKey) -> bool:
     """Which variants the wgmma family implements (the rest stay portable)."""
-    return key.layout in (Layout.BF16, Layout.FP16) and key.tile_rows == 64 and not key.q_fp8
+    return (key.layout in (Layout.BF16, Layout.FP16, Layout.FP8_DS_MLA) and key.tile_rows == 64
+            and not key.q_fp8)
 
 
 _DECODE_RE = re.compile(

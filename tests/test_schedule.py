@@ -280,8 +280,11 @@ def test_variant_lists():
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
     assert len(sparse16) == 2 * 2 * 2 * 2 * (3 + 1)
+    # fp8_ds_mla (576 only): 3 + 2 masks dense/sparse, folds for sparse
+    ds_mla = [k for k in decode if k.layout is Layout.FP8_DS_MLA and k.tile_rows == 64
+              and k.backend.value == "portable"]
     assert {k.name for k in decode if k.backend.value == "hopper"} == {
-        k.name + "_hopper" for k in dense16 + sparse16
+        k.name + "_hopper" for k in dense16 + sparse16 + ds_mla
         if k.tile_rows == 64 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
@@ -303,7 +306,7 @@ def test_variant_lists():
     dict(layout="int4"),
     dict(mask="window"),
     dict(sparsity="topk"),
-    dict(backend="hopper", layout="fp8_ds_mla"),                          # hopper: 16-bit caches only
+    dict(backend="hopper", layout="fp8_rope_aware"),                      # hopper: 16-bit caches and ds_mla
     dict(backend="hopper", layout="fp8", sparsity="sparse"),
     dict(backend="hopper", tile_rows=16),
     dict(backend="cuda"),
@@ -386,8 +389,9 @@ def test_tile_falls_back_to_fit_a_smaller_shared_memory(monkeypatch):
     ("sm_90a", "auto", dict(sparsity="sparse"), True),
     ("sm_90a", "hopper", dict(sparsity="sparse"), True),
     ("sm_90a", "auto", dict(sparsity="sparse", fold=True, layout="fp16"), True),
-    ("sm_90a", "auto", dict(sparsity="sparse", layout="fp8_ds_mla"), False),
-    ("sm_90a", "auto", dict(layout="fp8_ds_mla"), False),
+    ("sm_90a", "auto", dict(sparsity="sparse", layout="fp8_ds_mla"), True),
+    ("sm_90a", "auto", dict(layout="fp8_ds_mla"), True),
+    ("sm_90a", "auto", dict(layout="fp8"), False),
     ("sm_90a", "auto", dict(tile_rows=16), True),     # any tile: the family runs 64-row tiles
     ("sm_89", "auto", {}, False),
     ("sm_80", "hopper", {}, False),

@@ -38,7 +38,9 @@ def correctness(quick: bool) -> int:
     cases += [dict(d_qk=512), dict(dtype=np.float16), dict(num_heads=128), dict(num_heads=1),
               dict(num_heads=20, seq_lens=[3, 1, 4, 2]), dict(num_heads=64, seq_lens=[1, 2]),
               dict(sink="random"), dict(num_heads=128, seq_lens=[2, 1], mask="null"),
-              dict(dtype=np.float16, d_qk=512, mask="sliding_window_causal")]
+              dict(dtype=np.float16, d_qk=512, mask="sliding_window_causal"),
+              dict(layout="fp8_ds_mla"), dict(layout="fp8_ds_mla", num_heads=128, page_size=64),
+              dict(layout="fp8_ds_mla", mask="sliding_window_causal", sink="random")]
     fails = 0
     for i, kw in enumerate(cases[: 8 if quick else None]):
         kw = dict(kw)
@@ -60,7 +62,9 @@ def correctness(quick: bool) -> int:
     sparse_cases = [dict(), dict(mask="null"), dict(logical=True), dict(topk="random"),
                     dict(extra_stride=40, extra_topk="random"), dict(fold=True),
                     dict(fold=True, extra_stride=24, logical=True), dict(dtype=np.float16, d_qk=512),
-                    dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random")]
+                    dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random"),
+                    dict(layout="fp8_ds_mla", num_heads=128), dict(layout="fp8_ds_mla", fold=True),
+                    dict(layout="fp8_ds_mla", num_heads=64, extra_stride=40, logical=True)]
     for i, kw in enumerate(sparse_cases[: 5 if quick else None]):
         kw = dict(kw)
         n = int(rng.integers(1, 5))
