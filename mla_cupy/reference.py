@@ -63,8 +63,12 @@ def _bf16_le(raw):
     return (_le(raw, "<u2").astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-def dequantize_rows(rows, layout, scales=None):
+def dequantize_rows(rows, layout, scales=None, dequantize_to=None):
     """Decode cache rows to float64 ``(K [n, D_qk], V [n, 512])`` as docs/spec.md §4 says.
+
+    ``dequantize_to="bfloat16"`` rounds fp8_ds_mla's scaled latent values
+    (e4m3 * scale, formed in float32) to bf16, as the Hopper kernels do before
+    their MMAs (docs/spec.md §4); None keeps them exact.
 
     ``rows`` is ``[..., row]`` (leading axes are flattened): bf16 / fp16 values for
     those layouts, uint8 bytes otherwise ("fp8" also takes float8_e4m3fn values).
@@ -99,6 +103,10 @@ def dequantize_rows(rows, layout, scales=None):
     # fp8_ds_mla: four fp32 scales, one per 128 latent dims, then an unscaled bf16 rope.
     block_scales = _le(rows[:, D_V : D_V + 16], "<f4").astype(np.float64)
     v = latent * np.repeat(block_scales, 128, axis=1)
+    if dequantize_to is not None:
+        if dequantize_to != "bfloat16":
+            raise ValueError(f"dequantize_to: expected None or 'bfloat16', got {dequantize_to!r}")
+        v = v.astype(np.float32).astype(_BF16).astype(np.float64)
     return np.concatenate([v, _bf16_le(rows[:, D_V + 16 :])], axis=1), v
 
 
@@ -161,7 +169,7 @@ def _attend(q, k, v, scale, sink):
 class _Stream:
     """One paged collection at one layer; decodes rows on demand."""
 
-    def __init__(self, name, coll, layer_idx, layout, scales_fallback=None):
+    def __init__(self, name, coll, layer_idx, layout, scales_fallback=None, dequantize_to=None):
         blocks = np.asarray(coll.blocks)
         if blocks.ndim != 4:
             raise ValueError(
@@ -174,6 +182,7 @@ class _Stream:
         if not 0 <= layer_idx < blocks.shape[1]:
             raise ValueError(f"layer_idx: expected 0 <= layer_idx < {blocks.shape[1]}, got {layer_idx}")
         self.layout = layout
+        self.dequantize_to = dequantize_to
         self.page_size = int(coll.page_size)
         self.num_rows = blocks.shape[0] * self.page_size
         self.blocks = blocks[:, layer_idx]
@@ -187,7 +196,7 @@ class _Stream:
     def read(self, block, slot):
         """Rows at (block, slot) pairs -> float64 (K, V)."""
         sigma = None if self.scales is None else self.scales[block, slot]
-        return dequantize_rows(self.blocks[block, slot], self.layout, sigma)
+        return dequantize_rows(self.blocks[block, slot], self.layout, sigma, self.dequantize_to)
 
     def read_encoded(self, rows):
         """Rows given as encoded physical rows block * page_size + slot."""
@@ -235,6 +244,7 @@ def mla_decode_reference(
     extra_topk_lengths=None,
     extra_scales_ptr=None,
     logical_indices=None,
+    dequantize_to=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """MLA decode attention per docs/spec.md §2-§6, in float64.
 
@@ -245,7 +255,8 @@ def mla_decode_reference(
     ``cache_lengths``, ``page_size``, ``scales`` and ``layout``. ``q_scale_ptr``
     (``[T]``) multiplies Q of each token in any layout; docs/spec.md §4 defines it for e4m3 q
     and fp8_rope_aware. ``indices_stride`` / ``extra_indices_stride`` of 0 mean the
-    last dimension of the index array.
+    last dimension of the index array.  ``dequantize_to``: as in
+    :func:`dequantize_rows` (the Hopper kernels' fp8_ds_mla rounding).
     """
     # Layout and mask may be str-valued enums (mla_cupy.variants) or plain strings.
     layout = getattr(kv_collection.layout, "value", kv_collection.layout)
@@ -275,7 +286,7 @@ def mla_decode_reference(
 
     offs = np.asarray(input_row_offsets).astype(np.int64)
     batch, tokens = len(offs) - 1, int(offs[-1])
-    main = _Stream("kv_collection", kv_collection, layer_idx, layout)
+    main = _Stream("kv_collection", kv_collection, layer_idx, layout, dequantize_to=dequantize_to)
 
     q = np.asarray(q)
     if q.dtype not in _Q_DTYPES[layout]:
@@ -325,7 +336,7 @@ def mla_decode_reference(
     topk = None if topk_lengths is None else np.asarray(topk_lengths).astype(np.int64)
     if extra_k is not None:
         # The extra stream's σ may come from extra_scales_ptr instead of extra_k.scales.
-        extra = _Stream("extra_k", extra_k, layer_idx, layout, extra_scales_ptr)
+        extra = _Stream("extra_k", extra_k, layer_idx, layout, extra_scales_ptr, dequantize_to)
         extra_indices = _index_rows("extra_d_indices", extra_d_indices, tokens, extra_indices_stride)
         extra_stride = extra_indices.shape[1]
         extra_topk = None if extra_topk_lengths is None else np.asarray(extra_topk_lengths).astype(np.int64)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from mla_cupy.quantize import (dequantize, quantize_fp8, quantize_fp8_ds_mla, quantize_fp8_rope_aware,
                                quantize_q_rope_aware)
-from mla_cupy.testing import (FP8_LAYOUTS, NAN_BYTE, Tolerance, compare, make_case, make_sparse_case,
-                              nan_filled, reference, tolerance, tolerance_for, v_max)
+from mla_cupy.testing import (FP8_LAYOUTS, NAN_BYTE, Tolerance, compare, dequantization_slack, make_case,
+                              make_sparse_case, nan_filled, reference, tolerance, tolerance_for, v_max)
 
 E4M3 = ml_dtypes.float8_e4m3fn
 BF16 = ml_dtypes.bfloat16
@@ -517,3 +517,22 @@ def test_cases_carry_their_seed_and_scale():
 def test_nan_filled_refuses_other_dtypes():
     with pytest.raises(ValueError, match="dtype: expected bfloat16, float16 or float32"):
         nan_filled((2, 3), np.int32)
+
+
+def test_dequantization_slack_widens_by_the_rounding_measured_on_the_case():
+    """An fp8_ds_mla result computed on bf16-rounded values (the Hopper kernels)
+    fails the exact reference's plain bounds on a case built to show it, passes
+    with the slack, and an error beyond the slack still fails."""
+    rng = np.random.default_rng(11)
+    case = make_case(rng, layout="fp8_ds_mla", seq_lens=[1, 2], cache_lens=[0, 40], num_heads=16,
+                     page_size=16, mask="causal")
+    exact, rounded = reference(case), reference(case, "bfloat16")
+    tol = Tolerance(atol=0.0, rtol=0.0, rel_rms=0.0, lse_rtol=0.0)
+    assert not compare(rounded[0], rounded[1], *exact, tol=tol).ok
+    slack = dequantization_slack(*exact, *rounded)
+    assert slack[1] > 0 and slack[0].max() > 0
+    assert compare(rounded[0], rounded[1], *exact, tol=tol, slack=slack).ok
+    assert not compare(rounded[0], rounded[1] + 2 * slack[1], *exact, tol=tol, slack=slack).ok
+    off = rounded[0].copy()
+    off[0, 0, 0] += 2 * slack[0][0, 0, 0] + 1e-6
+    assert not compare(off, rounded[1], *exact, tol=tol, slack=slack).ok

@@ -619,6 +619,31 @@ def test_dequantize_known_bytes():
     np.testing.assert_array_equal(k[0, 512:], [1.5] * 64)
 
 
+def test_dequantize_to_bf16_rounds_the_scaled_latent_only():
+    """The Hopper kernels' fp8_ds_mla values: e4m3 * scale formed in float32, rounded
+    to bf16; exact for power-of-two scales, within 2^-8 relative (bf16 unit roundoff) otherwise; the rope
+    (already bf16) and the other layouts untouched."""
+    rng = np.random.default_rng(7)
+    latent = rng.integers(0, 256, size=(4, 512)).astype(np.uint8)
+    latent[(latent & 0x7F) == 0x7F] = 0x38          # no NaN codes
+    rope = rng.standard_normal((4, 64)).astype(ml_dtypes.bfloat16).view(np.uint8)
+    for scales, exact in (([0.5, 2.0, 0.125, 8.0], True), ([0.37, 1.9, 0.0123, 3.3], False)):
+        rows = np.concatenate([latent, np.tile(np.array(scales, "<f4").view(np.uint8), (4, 1)), rope], axis=1)
+        k, v = dequantize_rows(rows, "fp8_ds_mla")
+        kr, vr = dequantize_rows(rows, "fp8_ds_mla", dequantize_to="bfloat16")
+        want = (latent.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+                * np.repeat(np.array(scales, np.float32), 128)).astype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(vr, want.astype(np.float64))
+        np.testing.assert_array_equal(kr[:, 512:], k[:, 512:])
+        assert np.all(np.abs(vr - v) <= (2.0**-8 + 2.0**-23) * np.abs(v))   # float32, then bf16
+        assert np.array_equal(vr, v) == exact
+    bf16_rows = rng.standard_normal((2, 576)).astype(ml_dtypes.bfloat16)
+    assert np.array_equal(dequantize_rows(bf16_rows, "bf16", dequantize_to="bfloat16")[0],
+                          dequantize_rows(bf16_rows, "bf16")[0])
+    with pytest.raises(ValueError, match="dequantize_to"):
+        dequantize_rows(rows, "fp8_ds_mla", dequantize_to="float16")
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dequantize_inverts_the_test_encoder(layout):
     rng = np.random.default_rng(1)
