@@ -65,7 +65,10 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         # row factors of 128 threads, 1 KiB to align the base, sparse: a kpos
         # per ring slot (mla_decode_wgmma.cu.j2).
         block_n, stages = hopper_tile(key)
-        smem = (key.d_qk * 2 * (64 + stages * block_n) + 128 * block_n + 128 * 2 * 4 + 1024
+        # seesaw: two P slots and two row-max vectors instead of one P slot and row factors
+        exchange = (2 * 128 * block_n + 2 * 64 * 4 if hopper_schedule() == "seesaw"
+                    else 128 * block_n + 128 * 2 * 4)
+        smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
                 + (4 * stages * block_n if key.sparsity is Sparsity.SPARSE else 0))
         return LaunchConfig(64, block_n, stages, 2, 256, smem)
     block_n = 32
@@ -84,7 +87,18 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
-HOPPER_TILES = {"32x4": (32, 4)}
+HOPPER_TILES = {"32x4": (32, 4), "seesaw": (32, 4)}
+HOPPER_TEMPLATES = {"32x4": HOPPER_DECODE_TEMPLATE, "seesaw": "hopper/mla_decode_seesaw.cu.j2"}
+
+
+def hopper_schedule() -> str:
+    """The wgmma kernel's schedule (MLA_CUPY_HOPPER_TILE): "32x4", one warpgroup
+    computing every S and softmax, or "seesaw", the two warpgroups alternating
+    tiles (experimental, kernels/hopper/mla_decode_seesaw.cu.j2)."""
+    choice = environment.get(environment.HOPPER_TILE) or "32x4"
+    if choice not in HOPPER_TILES:
+        raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
+    return choice
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:
@@ -92,10 +106,7 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     keeps three tiles (108 KB) in flight per SM (the pipelined warpgroup 0
     needs three buffers at least, so 64-key tiles no longer fit).
     MLA_CUPY_HOPPER_TILE names the shape (read at render time)."""
-    choice = environment.get(environment.HOPPER_TILE) or "32x4"
-    if choice not in HOPPER_TILES:
-        raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
-    return HOPPER_TILES[choice]
+    return HOPPER_TILES[hopper_schedule()]
 
 
 @functools.lru_cache(maxsize=1)
@@ -183,6 +194,6 @@ def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
             name=key.name, is_fp16=key.out_dtype == "fp16", d_v=records.D_V,
             num_threads=COMBINE_THREADS, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:
-        return env.get_template(HOPPER_DECODE_TEMPLATE).render(
+        return env.get_template(HOPPER_TEMPLATES[hopper_schedule()]).render(
             **decode_template_values(key), mma_type="f16" if key.layout is Layout.FP16 else "bf16")
     return env.get_template(DECODE_TEMPLATE).render(**decode_template_values(key))

@@ -145,3 +145,138 @@ def test_the_model_catches_the_deadlock_of_an_earlier_order():
         yield "sync", "epilogue"
     assert run(6, 4, (late_release, its_loader)).startswith("deadlock")
     assert run(3, 4, (late_release, its_loader)) == "ok"   # fewer tiles than buffers hides it
+
+
+# ---- the seesaw schedule (kernels/hopper/mla_decode_seesaw.cu.j2, MLA_CUPY_HOPPER_TILE=seesaw) ----
+
+def seesaw_wg0(n, stages=4):
+    """Warpgroup 0: S, softmax and O[:, :256] of even tiles a = 2t; refills odd tiles."""
+    yield "sync", "prologue"
+    for pr in range((n + 1) // 2):
+        ta, tb = 2 * pr, 2 * pr + 1
+        if ta >= 4:
+            yield "sync", "tile_even"
+        yield "arrive", "qk0_issued"
+        yield "arrive", "m0"
+        yield "sync", "m1"
+        yield "arrive", "p0"
+        if ta + 4 < n:
+            yield "arrive", "a_free"
+        if tb < n:
+            yield "sync", "p1"
+        if 4 <= 2 * pr + 3 < n:
+            yield "arrive", "tile_odd"              # the odd tile refilled after the last pair
+        if 2 * pr + 5 < n:
+            yield "sync", "b_free"                  # then refill b's buffer
+    yield "sync", "epilogue"
+    yield "sync", "epilogue"
+
+
+def seesaw_wg1(n, stages=4):
+    """Warpgroup 1: S, softmax and O[:, 256:] of odd tiles b = 2t + 1; refills even tiles."""
+    yield "sync", "prologue"
+    for pr in range((n + 1) // 2):
+        tb = 2 * pr + 1
+        if tb < n and tb >= 4:
+            yield "sync", "tile_odd"
+        yield "sync", "qk0_issued"
+        yield "sync", "m0"
+        yield "arrive", "m1"
+        if tb < n:
+            yield "arrive", "p1"
+        yield "sync", "p0"
+        if tb < n and tb + 4 < n:
+            yield "arrive", "b_free"
+        if 4 <= 2 * pr + 2 < n:
+            yield "arrive", "tile_even"
+        if 2 * pr + 4 < n:
+            yield "sync", "a_free"
+    yield "sync", "epilogue"
+    yield "sync", "epilogue"
+
+
+def test_seesaw_hand_over_neither_hangs_nor_leaves_arrivals():
+    assert {n: run(n, 4, (seesaw_wg0, seesaw_wg1)) for n in range(24)} == {n: "ok" for n in range(24)}
+
+
+def test_the_model_catches_a_seesaw_refill_before_the_buffer_is_free():
+    """If warpgroup 0 refilled b's buffer without waiting for b_free, warpgroup 1's
+    b_free arrivals would pile up: the model must see it."""
+    def eager_wg0(n, stages=4):
+        for op, bar in seesaw_wg0(n, stages):
+            if bar != "b_free":
+                yield op, bar
+    assert run(12, 4, (eager_wg0, seesaw_wg1)) != "ok"
+
+
+def _seesaw_rows(scores, values):
+    """The seesaw's online softmax for one row, step by step as the kernel does it
+    (log2 units; tiles of 32 keys in pairs a, b; -inf for masked keys): returns
+    (O, m, l) with O normalised by l."""
+    import numpy as np
+    inf = float("inf")
+
+    def use(m):
+        return 0.0 if m == -inf else m
+
+    n = len(scores)
+    tiles = [(i, min(i + 32, n)) for i in range(0, n, 32)]
+    o_l = np.zeros(values.shape[1] // 2)
+    o_r = np.zeros(values.shape[1] // 2)
+    half = values.shape[1] // 2
+    m_run, l0, l1 = -inf, 0.0, 0.0
+    for pr in range((len(tiles) + 1) // 2):
+        a = tiles[2 * pr]
+        b = tiles[2 * pr + 1] if 2 * pr + 1 < len(tiles) else None
+        xa = scores[a[0]:a[1]]
+        m0 = max(m_run, xa.max(initial=-inf))                 # warpgroup 0
+        scale0 = 2.0 ** (use(m_run) - use(m0))
+        pa = 2.0 ** (xa - use(m0))
+        l0 = l0 * scale0 + pa.sum()
+        o_l = o_l * scale0 + pa @ values[a[0]:a[1], :half]
+        xb = scores[b[0]:b[1]] if b else np.array([])
+        m1 = max(m0, xb.max(initial=-inf))                     # warpgroup 1
+        f = 2.0 ** (use(m_run) - use(m0)) * 2.0 ** (use(m0) - use(m1))
+        o_r, l1 = o_r * f, l1 * f
+        if b:
+            pb = 2.0 ** (xb - use(m1))
+            l1 += pb.sum()
+            o_r = o_r + pb @ values[b[0]:b[1], half:]
+        pa1 = 2.0 ** (xa - use(m1))                            # P(a)' for O[:, 256:]
+        o_r = o_r + pa1 @ values[a[0]:a[1], half:]
+        scale1 = 2.0 ** (use(m0) - use(m1))                    # warpgroup 0 again
+        o_l, l0 = o_l * scale1, l0 * scale1
+        if b:
+            o_l = o_l + pb @ values[b[0]:b[1], :half]
+        m_run = m1
+    l = l0 + l1
+    o = np.concatenate([o_l, o_r]) / l if l > 0 else np.zeros(values.shape[1])
+    return o, m_run, l
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 95, 96, 200])
+def test_seesaw_softmax_bookkeeping_matches_a_plain_softmax(n):
+    """The rescaling of the seesaw (warpgroup 0 scales O[:, :256] by e^(m_prev-m0)
+    then e^(m0-m1), warpgroup 1 O[:, 256:] by their product, P(a) recomputed
+    against m1 for the other half, row sums kept per warpgroup) gives the plain
+    softmax, with masked keys, rows masked for whole tiles and rows with nothing
+    visible."""
+    import numpy as np
+    rng = np.random.default_rng(n)
+    for trial in range(20):
+        scores = rng.normal(0, 3, n) + (40 if trial % 5 == 0 else 0) * np.arange(n) / n
+        values = rng.normal(0, 1, (n, 8))
+        mask = rng.random(n) < (0.3 if trial % 3 else 0.95)
+        if trial % 4 == 0:
+            mask[: min(n, 40)] = True                          # whole leading tiles masked
+        if trial == 7:
+            mask[:] = True                                     # nothing visible
+        x = np.where(mask, -np.inf, scores)
+        o, m, l = _seesaw_rows(x, values)
+        if mask.all():
+            assert l == 0 and (o == 0).all()
+            continue
+        w = np.exp2(x - x.max())
+        ref = (w @ values) / w.sum()
+        np.testing.assert_allclose(o, ref, rtol=1e-12, atol=1e-12)
+        assert abs((m + np.log2(l)) - (x.max() + np.log2(w.sum()))) < 1e-12
