@@ -268,11 +268,11 @@ def test_row_tiling_covers_every_row_once(per_token):
 
 def test_variants_render_only_what_they_use():
     bf16 = render(DecodeKey())
-    for absent in ("e4m3x2_to_f16x2", "bf16x8_to_f16x8", "dequantize_stage", "group_scale", "sparse_key",
+    for absent in ("e4m3x2_to_f16x2", "bf16x8_to_f16x8", "dequantize_stage", "group_scale",
                    "q_chunk_f16"):
         assert absent not in bf16, absent
     ds_sparse = render(DecodeKey(layout="fp8_ds_mla", mask="null", sparsity="sparse"))
-    for present in ("e4m3x8_to_f16x8", "dequantize_stage", "group_scale", "sparse_key"):
+    for present in ("e4m3x8_to_f16x8", "dequantize_stage", "group_scale"):
         assert present in ds_sparse, present
     assert "group_scale" not in render(DecodeKey(layout="fp8_rope_aware"))
 
