@@ -32,10 +32,13 @@ MAX_PARTITIONS = 64
 # batch_invariant=True (docs/spec.md §10): every sequence's key axis is cut into
 # splits of this many keys (rounded up to whole granules) whatever the batch,
 # unless num_partitions is given; num_partitions is then the most splits any
-# sequence of the batch can need (batch_invariant_partitions).  A fixed count
-# (16, before) cost 1.0-2.2x on the H200 (tools/results/NOTES.md) by cutting
-# 8K-key sequences into 512-key splits.
-BATCH_INVARIANT_SPLIT_KEYS = 4096
+# sequence of the batch can need (batch_invariant_partitions).  The length is
+# chosen without knowing the batch: short splits keep a lone long sequence or a
+# small batch spread over the SMs, long ones spare big batches the partials.
+# H200, batch-invariant time / default time over issue 8's six cases
+# (tools/results/NOTES.md): 4096 keys 1.04-3.53x (b8 h16: 16 CTAs), 2048
+# 1.00-2.00x, 1024 1.00-1.37x; a fixed count of 16 splits, before, 1.0-2.2x.
+BATCH_INVARIANT_SPLIT_KEYS = 1024
 
 
 def key_axis_bound(q_max_seq_len: int, max_cache_length: int, *, sparse_mla: bool = False,
