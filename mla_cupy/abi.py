@@ -18,7 +18,12 @@ import numpy as np
 # device arrays, as addresses (ints, passed as np.uint64) or as a null np.uint64(0).
 _SCALARS = {"int": np.int32, "i64": np.int64, "float": np.float32}
 NULL = np.uint64(0)
-SLOT_BYTES = 8   # pack_slots: every parameter in one 8-byte slot
+SLOT_BYTES = 8   # pack_slots: a parameter in one 8-byte slot, a struct in several
+# Structs passed by value: C type -> bytes.  TensorMap is a CUtensorMap
+# (kernels/common/types.cuh.j2), declared `const __grid_constant__` so the
+# kernel can take its address for TMA.
+STRUCTS = {"TensorMap": 128}
+TENSOR_MAP_DTYPE = np.dtype([("opaque", np.uint64, 16)])   # how CuPy passes it (a numpy void scalar)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,9 +38,18 @@ class Param:
         return self.ctype.endswith("*")
 
     @property
+    def is_struct(self) -> bool:
+        return self.ctype in STRUCTS
+
+    @property
+    def slots(self) -> int:
+        """8-byte slots the parameter's value takes in :meth:`Abi.pack_slots`."""
+        return STRUCTS[self.ctype] // SLOT_BYTES if self.is_struct else 1
+
+    @property
     def host_type(self):
-        """NumPy scalar type of a by-value parameter (None for a pointer)."""
-        return None if self.is_pointer else _SCALARS[self.ctype]
+        """NumPy scalar type of a by-value parameter (None for a pointer or a struct)."""
+        return None if self.is_pointer or self.is_struct else _SCALARS[self.ctype]
 
 
 class Abi:
@@ -46,11 +60,16 @@ class Abi:
         if len(set(names)) != len(names):
             raise ValueError(f"{kernel}: duplicate parameter names in {names}")
         for p in params:
-            if not p.is_pointer and p.ctype not in _SCALARS:
+            if not p.is_pointer and p.ctype not in _SCALARS and not p.is_struct:
                 raise ValueError(f"{kernel}.{p.name}: C type {p.ctype!r} has no host scalar type")
             if p.nullable and not p.is_pointer:
                 raise ValueError(f"{kernel}.{p.name}: only pointers can be null")
         self.kernel, self.params = kernel, tuple(params)
+        starts, at = [], 0
+        for p in self.params:
+            starts.append(at)
+            at += p.slots
+        self.slot_starts, self.num_slots = tuple(starts), at
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -60,7 +79,9 @@ class Abi:
         """The C parameter list, one parameter per line with its doc comment."""
         lines = []
         for i, p in enumerate(self.params):
-            decl = f"{p.ctype} __restrict__ {p.name}" if p.is_pointer else f"{p.ctype} {p.name}"
+            decl = (f"{p.ctype} __restrict__ {p.name}" if p.is_pointer
+                    else f"const __grid_constant__ {p.ctype} {p.name}" if p.is_struct
+                    else f"{p.ctype} {p.name}")
             comma = "," if i + 1 < len(self.params) else ""
             lines.append(f"    {decl}{comma}   // {p.doc}")
         return "\n".join(lines)
@@ -73,29 +94,45 @@ class Abi:
             raise ValueError(f"{self.kernel}: no parameter {name!r}; expected one of "
                              f"{list(self.names)}") from None
 
+    def slot(self, name: str) -> int:
+        """First slot of parameter ``name`` in :meth:`pack_slots`."""
+        return self.slot_starts[self.index(name)]
+
+    def param_addresses(self, base: int) -> array.array:
+        """``kernelParams`` for slots starting at address ``base``: each parameter's first slot."""
+        return array.array("Q", [base + SLOT_BYTES * s for s in self.slot_starts])
+
     def pack_slots(self, values: dict) -> array.array:
-        """:meth:`pack`'s arguments as one 8-byte slot each (``array('Q')``),
-        what ``cuLaunchKernel``'s ``kernelParams`` point at: a pointer as its
-        address (0 = null), a scalar as its C type's little-endian bytes,
-        zero-padded.  Pointers must be given as addresses (ints)."""
-        slots = array.array("Q", bytes(SLOT_BYTES * len(self.params)))
-        for i, (p, v) in enumerate(zip(self.params, self.pack(values))):
+        """:meth:`pack`'s arguments in 8-byte slots (``array('Q')``), what
+        ``cuLaunchKernel``'s ``kernelParams`` point at (:meth:`param_addresses`):
+        a pointer as its address (0 = null), a scalar as its C type's
+        little-endian bytes, zero-padded, a struct as its bytes over
+        :attr:`Param.slots` slots.  Pointers must be given as addresses (ints)."""
+        slots = array.array("Q", bytes(SLOT_BYTES * self.num_slots))
+        for at, p, v in zip(self.slot_starts, self.params, self.pack(values)):
             if p.is_pointer:
                 if not isinstance(v, (int, np.integer)):
                     raise TypeError(f"{self.kernel} argument {p.name}: expected an address (int), "
                                     f"got {type(v).__name__}")
-                slots[i] = int(v)
+                slots[at] = int(v)
+            elif p.is_struct:
+                slots[at:at + p.slots] = array.array("Q", v)
             else:
-                slots[i] = int.from_bytes(v.tobytes(), "little")
+                slots[at] = int.from_bytes(v.tobytes(), "little")
         return slots
 
     def unpack_slots(self, slots) -> tuple:
         """The inverse of :meth:`pack_slots`: the tuple :meth:`pack` gives, with
-        pointers as ``np.uint64`` addresses (for ``RawKernel.__call__``)."""
+        pointers as ``np.uint64`` addresses and structs as numpy void scalars
+        (for ``RawKernel.__call__``)."""
         out = []
-        for p, raw in zip(self.params, slots):
+        for at, p in zip(self.slot_starts, self.params):
+            raw = slots[at]
             if p.is_pointer:
                 out.append(np.uint64(raw))
+            elif p.is_struct:
+                out.append(np.frombuffer(array.array("Q", slots[at:at + p.slots]).tobytes(),
+                                         dtype=TENSOR_MAP_DTYPE)[0])
             else:
                 size = np.dtype(p.host_type).itemsize
                 out.append(np.frombuffer(int(raw).to_bytes(8, "little")[:size], dtype=p.host_type)[0])
@@ -112,7 +149,14 @@ class Abi:
         args = []
         for p in self.params:
             v = values[p.name]
-            if p.is_pointer:
+            if p.is_struct:
+                size = STRUCTS[p.ctype]
+                if not isinstance(v, (bytes, bytearray)) or len(v) != size:
+                    raise ValueError(f"{self.kernel} argument {p.name}: expected {size} bytes "
+                                     f"({p.doc}), got {type(v).__name__} of length "
+                                     f"{len(v) if hasattr(v, '__len__') else '?'}")
+                v = bytes(v)
+            elif p.is_pointer:
                 if v is None:
                     if not p.nullable:
                         raise ValueError(f"{self.kernel} argument {p.name}: expected a device "
@@ -169,6 +213,11 @@ DECODE = Abi("mla_decode", (
     P("q_scale", "const float*", "[T] per-token sigma_Q, or null", nullable=True),
     P("scales", "const float*", "[num_blocks, num_layers, page_size] sigma (fp8_rope_aware)", nullable=True),
     P("extra_scales", "const float*", "the extra stream's sigma, likewise", nullable=True),
+    # TMA (the Hopper kernels' 16-bit dense loader); last, so every other
+    # parameter's slot is its index
+    P("kv_box_rows", "int", "rows per TMA box of kv_map (tensor_map.box_rows); 0: no map, "
+      "the kernel loads with cp.async"),
+    P("kv_map", "TensorMap", "the cache's tensor map (tensor_map.encode_kv_map), zeros without one"),
 ))
 
 COMBINE = Abi("mla_combine", (

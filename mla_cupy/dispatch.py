@@ -14,14 +14,15 @@ import threading
 
 import numpy as np
 
-from . import abi, checked, environment, records
+from . import abi, checked, compiler, environment, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
 from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
-from .compiler import device_arch, get_kernel, runs_hopper
-from .render import COMBINE_THREADS, launch_config
+from .compiler import arch_number, device_arch, get_kernel, runs_hopper
+from .render import COMBINE_THREADS, launch_config, uses_kv_map
+from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
 from .schedule import row_tiling
 from .records import D_V, output_dtype_name
@@ -249,13 +250,14 @@ def _build_plan(
                                scale=scale, num_tokens=num_tokens, num_heads=num_heads,
                                window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
                                split_len=split_len),
-            mode)
+            mode, kv_map_source=kv_map_source(key, kv_collection))
         combine_launch = None
         if combine is not None:
             combine_launch = KernelLaunch(
                 abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (COMBINE_THREADS,),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
-                                       num_partitions=num_partitions), mode)
+                                       num_partitions=num_partitions), mode,
+                programmatic=arch_number(compiler.device_arch(device_id)) >= 90)
 
     def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
         """Checked mode: the device check of this call's values; raises before the
@@ -433,7 +435,8 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
            type(fold), fold, type(indices_stride), indices_stride, type(extra_stride), extra_stride,
            type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
-           backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH), handle,
+           backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH),
+           environment.get(environment.HOPPER_LOADS), handle,
            type(batch_invariant), batch_invariant, sa.batch_invariant, sa.split_len)
     return key, ptrs, handle   # unhashable (a list where a scalar belongs): the lookup says so
 
@@ -455,6 +458,15 @@ def _remember(memo: dict, key, value) -> None:
     memo[key] = value
 
 
+def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
+    """The TMA tensor-map rule of a variant's launch, None when its kernel loads
+    by cp.async only (render.uses_kv_map) or the page size fits no TMA box."""
+    if not uses_kv_map(key):
+        return None
+    source = KvMapSource(kv.layout.value, kv.num_blocks, kv.num_layers, kv.page_size, kv.d_qk)
+    return source if source.rows else None
+
+
 def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx, scale,
                        num_tokens, num_heads, window, split_len=0) -> dict:
     """The decode kernel's arguments by ABI name (abi.DECODE): ``given`` the
@@ -471,7 +483,8 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         main_rows_total=kv.num_blocks * kv.page_size,
         extra_page_size=ek.page_size if ek is not None else 1,
         extra_num_layers=ek.num_layers if ek is not None else 1,
-        extra_rows_total=ek.num_blocks * ek.page_size if ek is not None else 0)
+        extra_rows_total=ek.num_blocks * ek.page_size if ek is not None else 0,
+        kv_box_rows=0, kv_map=NO_MAP)   # KernelLaunch's kv_map_source sets them for TMA kernels
 
 
 def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_partitions) -> dict:

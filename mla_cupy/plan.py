@@ -19,6 +19,7 @@ No CuPy import at module level (the CPU tests build plans with stand-ins).
 from __future__ import annotations
 
 import array
+import ctypes
 import sys
 import threading
 
@@ -153,6 +154,40 @@ def _driver_launch(*args):
 _launch_kernel = _driver_launch
 
 
+class LaunchAttribute(ctypes.Structure):     # CUlaunchAttribute (cuda.h)
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
+
+
+class LaunchConfig(ctypes.Structure):        # CUlaunchConfig (cuda.h)
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
+
+
+PROGRAMMATIC_STREAM_SERIALIZATION = 6   # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+
+
+def _driver_launch_ex(*args):
+    """cuLaunchKernelEx(config, f, kernelParams, extra), which CuPy does not
+    wrap: through ctypes on the driver CuPy has loaded."""
+    global _launch_kernel_ex
+    f = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+    f.argtypes = [ctypes.c_void_p] * 4
+    f.restype = ctypes.c_int
+
+    def launch_ex(config, func, params, extra):
+        status = f(config, func, params, extra)
+        if status != 0:
+            raise RuntimeError(f"cuLaunchKernelEx failed: CUresult {status}")
+    _launch_kernel_ex = launch_ex
+    return launch_ex(*args)
+
+
+# cuLaunchKernelEx(config, f, kernelParams, extra): a programmatic dependent launch.
+_launch_kernel_ex = _driver_launch_ex
+
+
 def current_device() -> int:
     from cupy.cuda import runtime
     return runtime.getDevice()
@@ -171,21 +206,50 @@ class KernelLaunch:
     each slot holding an address of :data:`ARRAY_PARAMS` with that position."""
 
     def __init__(self, kernel_abi: abi.Abi, raw_kernel, func_ptr: int, grid, block, smem: int,
-                 values: dict, mode: str):
+                 values: dict, mode: str, kv_map_source=None, programmatic: bool = False):
         self.abi, self.raw_kernel, self.func_ptr = kernel_abi, raw_kernel, int(func_ptr)
         self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         self.block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
         self.smem, self.mode = int(smem), mode
         self.slots = kernel_abi.pack_slots(values)
-        base = self.slots.buffer_info()[0]
-        self._params = array.array("Q", [base + abi.SLOT_BYTES * i for i in range(len(self.slots))])
+        self._params = kernel_abi.param_addresses(self.slots.buffer_info()[0])
         self.params_address = self._params.buffer_info()[0]
         names = kernel_abi.names
-        self.array_slots = tuple((names.index(n), k) for k, n in enumerate(ARRAY_PARAMS) if n in names)
+        self.array_slots = tuple((kernel_abi.slot(n), k) for k, n in enumerate(ARRAY_PARAMS) if n in names)
         self.run_slots = tuple((s, k) for s, k in self.array_slots if k < RUN_ARRAYS)
+        # programmatic: launched as the previous kernel's programmatic dependent
+        # (PDL, sm_90; the driver path only: CuPy's launch has no attributes)
+        self.programmatic = programmatic and mode == "driver"
+        if self.programmatic:
+            self._attr = LaunchAttribute(id=PROGRAMMATIC_STREAM_SERIALIZATION)
+            self._attr.value = (1).to_bytes(4, "little") + bytes(60)
+            g, b = self.grid, self.block
+            self._config = LaunchConfig(g[0], g[1], g[2], b[0], b[1], b[2], self.smem, None,
+                                        ctypes.pointer(self._attr), 1)
+            self._config_address = ctypes.addressof(self._config)
+        # tensor_map.KvMapSource: kv_box_rows and kv_map follow the cache's address
+        self.kv_map_source = kv_map_source
+        if kv_map_source is not None:
+            self._blocks_slot = kernel_abi.slot("blocks")
+            self._box_slot, self._map_slot = kernel_abi.slot("kv_box_rows"), kernel_abi.slot("kv_map")
+            self._map_address = None
+            self.refresh_kv_map()
+
+    def refresh_kv_map(self) -> None:
+        """Re-derive kv_box_rows and kv_map when the cache's address changed."""
+        address = self.slots[self._blocks_slot]
+        if address == self._map_address:
+            return
+        rows, opaque = self.kv_map_source.for_address(address)
+        self.slots[self._box_slot] = rows
+        self.slots[self._map_slot:self._map_slot + len(opaque) // abi.SLOT_BYTES] = array.array("Q", opaque)
+        self._map_address = address
 
     def launch(self, stream: int) -> None:
-        if self.mode == "driver":
+        if self.programmatic:
+            self._config.hStream = stream or None
+            _launch_kernel_ex(self._config_address, self.func_ptr, self.params_address, 0)
+        elif self.mode == "driver":
             g, b = self.grid, self.block
             _launch_kernel(self.func_ptr, g[0], g[1], g[2], b[0], b[1], b[2], self.smem, stream,
                            self.params_address, 0)
@@ -294,6 +358,8 @@ class DecodePlan:
             slots = k.slots
             for s, i in (k.run_slots if run_only else k.array_slots):
                 slots[s] = ptrs[i]
+            if k.kv_map_source is not None and not run_only:
+                k.refresh_kv_map()
 
     def _launch_all(self, handle) -> None:
         if current_device() != self.device_id:

@@ -66,8 +66,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         # per ring slot (mla_decode_wgmma.cu.j2).
         block_n, stages = hopper_tile(key)
         # seesaw: two P slots and two row-max vectors instead of one P slot and row factors
+        # 32x4: an mbarrier per buffer for the TMA loader
         exchange = (2 * 128 * block_n + 2 * 64 * 4 if hopper_schedule() == "seesaw"
-                    else 128 * block_n + 128 * 2 * 4)
+                    else 128 * block_n + 128 * 2 * 4 + 8 * stages)
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
                 + (4 * stages * block_n if key.sparsity is Sparsity.SPARSE else 0))
         return LaunchConfig(64, block_n, stages, 2, 256, smem)
@@ -99,6 +100,30 @@ def hopper_schedule() -> str:
     if choice not in HOPPER_TILES:
         raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
     return choice
+
+
+HOPPER_LOADS = ("cp_async", "tma")
+
+
+def hopper_loads() -> str:
+    """How the 32x4 wgmma kernel loads dense 16-bit tiles (MLA_CUPY_HOPPER_LOADS,
+    read per call): "cp_async" (default: 128 threads of warpgroup 1 copy the
+    rows) or "tma" (warp 0 issues tensor-map boxes completing on mbarriers).
+    One kernel does both; the host passes a map only for "tma".  On the H200
+    TMA measured 1-3% slower in this schedule (tools/results/NOTES.md)."""
+    choice = environment.get(environment.HOPPER_LOADS) or "cp_async"
+    if choice not in HOPPER_LOADS:
+        raise ValueError(f"MLA_CUPY_HOPPER_LOADS: expected one of {list(HOPPER_LOADS)}, got {choice!r}")
+    return choice
+
+
+def uses_kv_map(key: DecodeKey) -> bool:
+    """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
+    kv_box_rows > 0): the 32x4 wgmma kernel on dense 16-bit caches when TMA
+    loads are chosen (:func:`hopper_loads`).  Every other kernel ignores the map."""
+    return (key.backend is Backend.HOPPER and hopper_schedule() == "32x4"
+            and key.sparsity is Sparsity.DENSE and not records.is_byte_record(key.layout)
+            and hopper_loads() == "tma")
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:

@@ -910,7 +910,8 @@ class _FakeKernel:
 @dataclasses.dataclass
 class StubbedLaunch:
     """One launch the stub recorded: function, grid, block, shared memory,
-    stream and the parameter slots' values at launch time."""
+    stream, the parameter slots' values at launch time and whether it was a
+    programmatic dependent launch (cuLaunchKernelEx with PDL)."""
 
     func_ptr: int
     grid: tuple
@@ -918,6 +919,20 @@ class StubbedLaunch:
     smem: int
     stream: int
     slots: tuple
+    programmatic: bool = False
+
+
+def fake_tensor_map_encode(out_address, data_type, rank, address, dims, strides, box, element_strides,
+                           interleave, swizzle, l2_promotion, oob_fill) -> int:
+    """cuTensorMapEncodeTiled's stand-in under :func:`stub_device`: the map's 16
+    words are its arguments (address, data type, rank, 4 dims, 3 strides, 4 box
+    sizes, swizzle, 0), so a test reads back what a kernel would be given."""
+    import ctypes
+    words = (ctypes.c_uint64 * 16).from_address(out_address)
+    values = [address.value or 0, data_type, rank, *dims[:4], *strides[:3], *box[:4], swizzle, 0]
+    for i, v in enumerate(values):
+        words[i] = v
+    return 0
 
 
 def stub_device(*, record: bool = True, hopper: bool = True):
@@ -929,15 +944,19 @@ def stub_device(*, record: bool = True, hopper: bool = True):
     Python cost of a call without the launch itself: ``tools/host_cost.py``)."""
     import contextlib
 
-    from . import compiler, dispatch, plan, scalar_args
+    from . import compiler, dispatch, plan, scalar_args, tensor_map
 
     launches: list = []
 
     def no_launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
         pass
 
+    def no_launch_ex(config, f, params, extra):
+        pass
+
     def recorded_launch(k, stream):
-        launches.append(StubbedLaunch(k.func_ptr, k.grid, k.block, k.smem, stream, tuple(k.slots)))
+        launches.append(StubbedLaunch(k.func_ptr, k.grid, k.block, k.smem, stream, tuple(k.slots),
+                                      k.programmatic))
 
     def stream_handle(stream, q, device_id, _real=plan.stream_handle):
         return 0 if stream is None else _real(stream, q, device_id)
@@ -950,12 +969,14 @@ def stub_device(*, record: bool = True, hopper: bool = True):
 
     patches = [(dispatch, "_device_id", lambda x: 0), (dispatch, "_stream_handle", stream_handle),
                (plan, "stream_handle", stream_handle), (plan, "current_device", lambda: 0),
-               (plan, "_launch_kernel", no_launch), (dispatch, "get_kernel", lambda key, dev: _FakeKernel(key.name)),
+               (plan, "_launch_kernel", no_launch), (plan, "_launch_kernel_ex", no_launch_ex), (dispatch, "get_kernel", lambda key, dev: _FakeKernel(key.name)),
                (compiler, "device_arch", lambda dev: "sm_90a" if hopper else "sm_80"),
                (dispatch, "_smem_limit", lambda dev: 232448),
                (dispatch, "_on_device", lambda dev: contextlib.nullcontext()),
                (dispatch, "_owned_workspace", workspace), (dispatch, "_empty_like_io", empty),
-               (scalar_args, "_upload", lambda host: FakeCudaArray(host.shape, host.dtype))]
+               (scalar_args, "_upload", lambda host: FakeCudaArray(host.shape, host.dtype)),
+               (tensor_map, "_encode_function", lambda: fake_tensor_map_encode),
+               (tensor_map, "_encoded", {})]
     if record:
         patches.append((plan.KernelLaunch, "launch", recorded_launch))
 

@@ -55,6 +55,9 @@ def check_tuple_matches(sig, args, expect: dict):
     for (ctype, name), value in zip(sig, args):
         if ctype.endswith("*"):
             assert isinstance(value, Arr) or (isinstance(value, np.uint64) and value == 0), (name, value)
+        elif ctype.startswith("const __grid_constant__ "):   # a struct by value: its bytes
+            struct = ctype.split()[-1]
+            assert type(value) is bytes and len(value) == abi.STRUCTS[struct], (name, ctype, type(value))
         else:
             assert type(value) is _C_TO_HOST[ctype], (name, ctype, type(value))
         if name in expect:
@@ -102,7 +105,7 @@ def test_decode_signature_and_launch_tuple_agree(key):
                   num_heads=16, num_layers=3, layer_idx=2, page_size=16, lookup_stride=5,
                   window=11, num_tokens=9, scale_log2=np.float32(0.5 * dispatch.LOG2E),
                   group_rows=tiling.group_rows, group_tiles=tiling.group_tiles,
-                  main_rows_total=7 * 16)
+                  main_rows_total=7 * 16, kv_box_rows=0, kv_map=bytes(128))
     if sparse is not None:
         expect.update(d_indices=sparse.d_indices, extra_blocks=sparse.extra_k.blocks,
                       indices_stride=8, extra_stride=6, extra_page_size=2, extra_num_layers=4,
@@ -149,16 +152,30 @@ def test_slots_hold_what_pack_gives(kernel_abi):
     for p in kernel_abi.params:
         if p.is_pointer:
             values[p.name] = None if p.nullable and rng.random() < 0.3 else int(rng.integers(1, 2**63))
+        elif p.is_struct:
+            values[p.name] = rng.bytes(abi.STRUCTS[p.ctype])
         elif p.ctype == "float":
             values[p.name] = float(rng.normal()) * 1e3
         else:
             values[p.name] = int(rng.integers(-2**31, 2**31))
     slots = kernel_abi.pack_slots(values)
-    assert slots.itemsize == abi.SLOT_BYTES and len(slots) == len(kernel_abi.params)
+    assert slots.itemsize == abi.SLOT_BYTES
+    assert len(slots) == sum(abi.STRUCTS.get(p.ctype, 8) // 8 for p in kernel_abi.params)
     packed = kernel_abi.pack(values)
     unpacked = kernel_abi.unpack_slots(slots)
     for p, a, b in zip(kernel_abi.params, packed, unpacked):
-        assert type(a) is type(b) and a == b, (p.name, a, b, values)
+        if p.is_struct:   # bytes to the driver path, a numpy void scalar to CuPy's
+            assert b.dtype == abi.TENSOR_MAP_DTYPE and b.tobytes() == a == values[p.name], p.name
+        else:
+            assert type(a) is type(b) and a == b, (p.name, a, b, values)
+    # kernelParams point at each parameter's first slot; a struct's bytes start there
+    params = kernel_abi.param_addresses(1 << 20)
+    assert len(params) == len(kernel_abi.params)
+    for i, p in enumerate(kernel_abi.params):
+        at = kernel_abi.slot_starts[i]
+        assert params[i] == (1 << 20) + 8 * at
+        if p.is_struct:
+            assert slots[at:at + p.slots].tobytes() == values[p.name]
     # the bytes a 4-byte parameter occupies are the low half of its slot
     i = next(i for i, p in enumerate(kernel_abi.params) if p.ctype == "int")
     raw = slots.tobytes()[i * 8:(i + 1) * 8]

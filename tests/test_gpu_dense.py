@@ -55,6 +55,21 @@ def test_independent_of_num_partitions_and_deterministic(compiled_kernels, rng, 
             f"{case.describe()} P={p}: a rerun differs"
 
 
+@pytest.mark.parametrize("page_size", [8, 16, 64, 128])
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
+def test_tma_loads(compiled_kernels, rng, monkeypatch, page_size, mask, window):
+    """The wgmma kernel's TMA loader (MLA_CUPY_HOPPER_LOADS=tma; elsewhere the
+    variable changes nothing): tiles of whole boxes per page, rows outside the
+    split zeroed (unused slots hold NaN), a window's unaligned first tile, every
+    split count."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "tma")
+    case = make_case(rng, seq_lens=[1, 3, 0, 2], cache_lens=[777, 2049, 64, 5], num_heads=16,
+                     page_size=page_size, mask=mask, window=window, sink="random", num_layers=2,
+                     layer_idx=1)
+    for p in (1, 3):
+        _check(case, num_partitions=p)
+
+
 @pytest.mark.parametrize("sink_value,expect_zero", [(-np.inf, False), (np.inf, True)])
 def test_infinite_sinks(compiled_kernels, rng, sink_value, expect_zero):
     case = make_case(rng, seq_lens=[1, 2], cache_lens=[300, 70], num_heads=8,

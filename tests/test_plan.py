@@ -235,7 +235,7 @@ def test_mla_decode_reuses_its_scalar_buffer(launches):
     out2 = mla_decode(q, kv, offsets, q_max_seq_len=2)
     assert out.shape == (T, H, 512) and out.address != out2.address
     sa_slot = abi.DECODE.index("scalar_args")
-    decodes = [launch for launch in launches if len(launch.slots) == len(abi.DECODE.params)]
+    decodes = [launch for launch in launches if len(launch.slots) == abi.DECODE.num_slots]
     assert len(decodes) == 2 and decodes[0].slots[sa_slot] == decodes[1].slots[sa_slot] != 0
     assert len(sa_module._shared) == 1
     mla_decode(q, kv, offsets, q_max_seq_len=1)
@@ -281,3 +281,45 @@ def test_checked_mode_checks_before_every_launch_and_is_never_memoised(launches,
     checked_plan = plan_decode(**args, validate="full")
     checked_plan.run(args["q"], args["output"])
     assert len(seen) == 4 and len(launches) == 10
+
+
+@pytest.mark.parametrize("hopper, launch_mode, want", [(True, None, True), (False, None, False),
+                                                       (True, "cupy", False)])
+def test_combine_is_a_programmatic_dependent_on_sm90(monkeypatch, hopper, launch_mode, want):
+    """On sm_90 the combine is launched with PDL (cuLaunchKernelEx) behind the
+    decode; never before sm_90, nor through CuPy's launch (no attributes); the
+    decode itself is an ordinary launch."""
+    if launch_mode:
+        monkeypatch.setenv("MLA_CUPY_LAUNCH", launch_mode)
+    with stub_device(hopper=hopper) as launches:
+        run_entry(dense_args(num_partitions=4))
+        plan = plan_decode(**dense_args(num_partitions=4))
+        plan.run(dense_args()["q"], dense_args()["output"])
+    assert len(launches) == 4
+    for decode, combine in (launches[0:2], launches[2:4]):
+        assert not decode.programmatic and combine.programmatic is want
+
+
+def test_programmatic_launch_config(monkeypatch):
+    """What cuLaunchKernelEx is given: grid, block, shared memory, the call's
+    stream and one attribute, programmatic stream serialization = 1."""
+    from mla_cupy import plan as plan_mod
+    seen = []
+
+    def fake_launch_ex(config, func, params, extra):
+        c = plan_mod.LaunchConfig.from_address(config)
+        attr = c.attrs[0]
+        seen.append(((c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
+                     c.sharedMemBytes, c.hStream, c.numAttrs, attr.id,
+                     int.from_bytes(bytes(attr.value)[:4], "little"), func, params, extra))
+
+    launch = plan_mod.KernelLaunch(abi.COMBINE, None, 0x1234, (16, 4), (128,), 0,
+                                   dict(o_part=8, lse_part=16, attn_sink=None, input_row_offsets=24,
+                                        scalar_args=32, out=40, lse=None, num_heads=16, num_tokens=4,
+                                        num_partitions=3), "driver", programmatic=True)
+    monkeypatch.setattr(plan_mod, "_launch_kernel_ex", fake_launch_ex)
+    launch.launch(0xabc)
+    launch.launch(0)
+    assert seen[0][:7] == ((16, 4, 1), (128, 1, 1), 0, 0xabc, 1, plan_mod.PROGRAMMATIC_STREAM_SERIALIZATION, 1)
+    assert seen[0][7:] == (0x1234, launch.params_address, 0)
+    assert seen[1][3] is None   # the default stream

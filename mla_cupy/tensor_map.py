@@ -1,0 +1,129 @@
+"""Tensor maps of a paged cache, for the Hopper kernels' TMA loader.
+
+The wgmma kernel (kernels/hopper/mla_decode_wgmma.cu.j2) loads each 32-key
+tile of a dense 16-bit cache as 128-byte-swizzled boxes of
+``{64 columns, box_rows rows}``, one per column chunk and page run, through a
+rank-4 map over ``blocks`` viewed as ``[num_blocks, num_layers, page_size,
+D_qk]`` (innermost last).  A tile must lie in whole boxes of one page each,
+and each box must land on a 1024-byte boundary for the swizzle (8 rows of
+128 bytes): :func:`box_rows` says which page sizes allow that; the others
+load with cp.async.
+
+The map is encoded on the host by the driver's ``cuTensorMapEncodeTiled``
+(through ctypes: no dependency beyond the driver CuPy already loads) and
+passed to the kernel by value (abi.DECODE's ``kv_map``); encodings are
+memoised by everything they depend on, the cache's address included.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+
+TILE_KEYS = 32          # keys per tile of the wgmma kernel (render.hopper_tile)
+BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
+MAP_BYTES = 128
+NO_MAP = bytes(MAP_BYTES)
+
+# cuda.h enumerators (CUDA 12 and 13 agree)
+_DATA_TYPE = {"bf16": 9, "fp16": 6}     # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 / _FLOAT16
+_INTERLEAVE_NONE = 0
+_SWIZZLE_128B = 3
+_L2_PROMOTION_256B = 3
+_OOB_FILL_ZEROS = 0                     # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros
+
+
+def box_rows(page_size: int) -> int:
+    """Rows per TMA box for a page size, or 0 when tiles cannot be loaded by
+    TMA: a 32-key tile (aligned to 32 keys; dense splits start on whole pages
+    of at least 32 keys) must be whole boxes of one page each, and a box must
+    be a multiple of 8 rows (1024 bytes) to keep the 128-byte swizzle."""
+    if page_size % TILE_KEYS == 0:
+        return TILE_KEYS
+    if page_size % 8 == 0 and TILE_KEYS % page_size == 0:
+        return page_size
+    return 0
+
+
+@functools.lru_cache(maxsize=1)
+def _encode_function():
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:   # pragma: no cover - only without a driver
+        raise RuntimeError(f"tensor maps need the CUDA driver (libcuda.so.1): {e}") from None
+    f = lib.cuTensorMapEncodeTiled
+    u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+    f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
+                  u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
+                     d_qk: int) -> dict:
+    """What :func:`encode_kv_map` passes to ``cuTensorMapEncodeTiled`` (innermost
+    dimension first): a pure function, tested on the CPU."""
+    rows = box_rows(page_size)
+    if rows == 0:
+        raise ValueError(f"page_size: expected a size TMA tiles can use (a multiple of "
+                         f"{TILE_KEYS}, or 8 or 16), got {page_size}")
+    if dtype not in _DATA_TYPE:
+        raise ValueError(f"dtype: expected one of {sorted(_DATA_TYPE)}, got {dtype!r}")
+    if address % 16:
+        raise ValueError(f"kv_collection.blocks: TMA needs a 16-byte aligned address, got {address:#x}")
+    row_bytes = 2 * d_qk
+    return dict(
+        data_type=_DATA_TYPE[dtype], rank=4, address=address,
+        dims=(d_qk, page_size, num_layers, num_blocks),
+        strides=(row_bytes, page_size * row_bytes, num_layers * page_size * row_bytes),
+        box=(BOX_COLUMNS, rows, 1, 1), element_strides=(1, 1, 1, 1),
+        interleave=_INTERLEAVE_NONE, swizzle=_SWIZZLE_128B, l2_promotion=_L2_PROMOTION_256B,
+        oob_fill=_OOB_FILL_ZEROS)
+
+
+_lock = threading.Lock()
+_encoded: dict = {}
+ENCODED_MAX = 64
+
+
+def encode_kv_map(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
+                  d_qk: int) -> bytes:
+    """The 128-byte CUtensorMap of a cache at ``address`` (memoised)."""
+    key = (address, dtype, num_blocks, num_layers, page_size, d_qk)
+    with _lock:
+        got = _encoded.get(key)
+    if got is not None:
+        return got
+    a = kv_map_arguments(address, dtype, num_blocks, num_layers, page_size, d_qk)
+    out = (ctypes.c_uint64 * 16)()
+    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
+    status = _encode_function()(
+        ctypes.addressof(out), a["data_type"], a["rank"], ctypes.c_void_p(a["address"]),
+        (u64 * 4)(*a["dims"]), (u64 * 3)(*a["strides"]), (u32 * 4)(*a["box"]),
+        (u32 * 4)(*a["element_strides"]), a["interleave"], a["swizzle"], a["l2_promotion"],
+        a["oob_fill"])
+    if status != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {status} for {a}")
+    got = bytes(out)
+    with _lock:
+        while len(_encoded) >= ENCODED_MAX:
+            _encoded.pop(next(iter(_encoded)), None)
+        _encoded[key] = got
+    return got
+
+
+class KvMapSource:
+    """A plan's rule for its decode kernel's (kv_box_rows, kv_map) from the
+    cache's address: a plan re-derives them whenever a call brings another
+    cache array (the memoised entry points), before launching anything.  An
+    address TMA cannot use (not 16-byte aligned) gets no map: the kernel then
+    loads with cp.async."""
+
+    def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int):
+        self.args = (dtype, num_blocks, num_layers, page_size, d_qk)
+        self.rows = box_rows(page_size)
+
+    def for_address(self, address: int) -> tuple[int, bytes]:
+        if self.rows == 0 or address % 16:
+            return 0, NO_MAP
+        return self.rows, encode_kv_map(address, *self.args)

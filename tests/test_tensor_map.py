@@ -1,0 +1,109 @@
+"""The Hopper TMA loader's host side, on the CPU: which page sizes get a tensor
+map, what the driver is asked to encode, and that a plan's kv_map follows the
+cache's address (a stand-in encoder, testing.fake_tensor_map_encode, writes the
+encode arguments into the map's words).  The kernel side runs on the H200
+(tests/test_gpu_dense.py covers pages 1, 16, 64 and 128: cp.async and TMA)."""
+from __future__ import annotations
+
+import array
+
+import numpy as np
+import pytest
+
+from mla_cupy import PagedKVCollection, ScalarArgs, abi, generic_flare_mla_decode_kv_cache_ragged
+from mla_cupy.tensor_map import NO_MAP, box_rows, kv_map_arguments
+from mla_cupy.testing import FakeCudaArray as F
+from mla_cupy.testing import stub_device
+
+B, H, T = 2, 16, 2
+
+
+@pytest.fixture(autouse=True)
+def tma_loads(monkeypatch):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "tma")
+
+
+@pytest.mark.parametrize("page_size, rows", [(1, 0), (3, 0), (4, 0), (8, 8), (16, 16), (24, 0), (32, 32),
+                                             (48, 0), (64, 32), (96, 32), (128, 32), (256, 32)])
+def test_box_rows(page_size, rows):
+    """A 32-key tile must be whole boxes of one page, each a multiple of 8 rows."""
+    assert box_rows(page_size) == rows
+
+
+def test_kv_map_arguments():
+    a = kv_map_arguments(4096, "bf16", num_blocks=7, num_layers=3, page_size=64, d_qk=576)
+    assert a["dims"] == (576, 64, 3, 7)                        # innermost first
+    assert a["strides"] == (1152, 64 * 1152, 3 * 64 * 1152)    # bytes, of dims 1..3
+    assert a["box"] == (64, 32, 1, 1) and a["swizzle"] == 3 and a["data_type"] == 9
+    a = kv_map_arguments(4096, "fp16", num_blocks=2, num_layers=1, page_size=16, d_qk=512)
+    assert a["dims"] == (512, 16, 1, 2) and a["strides"][0] == 1024 and a["box"][1] == 16
+    assert a["data_type"] == 6
+    with pytest.raises(ValueError, match="page_size"):
+        kv_map_arguments(4096, "bf16", 7, 1, 48, 576)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        kv_map_arguments(4104, "bf16", 7, 1, 64, 576)
+
+
+def _call(launches, page_size, blocks=None, **kw):
+    blocks = blocks if blocks is not None else F((5, 2, page_size, 576), "bfloat16")
+    kv = PagedKVCollection(blocks, F((B, 4), np.int32), F((B,), np.int32), page_size,
+                           max_cache_length=200)
+    generic_flare_mla_decode_kv_cache_ragged(
+        q=F((T, H, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
+        layer_idx=1, scale=0.1, output=F((T, H, 512), "bfloat16"),
+        scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 1, 2), **kw)
+    decode = launches[-2]
+    rows = decode.slots[abi.DECODE.slot("kv_box_rows")]
+    at = abi.DECODE.slot("kv_map")
+    words = list(decode.slots[at:at + 16])
+    return blocks, rows, words
+
+
+def test_plan_passes_the_map_of_its_cache():
+    with stub_device() as launches:
+        blocks, rows, words = _call(launches, 64)
+        assert rows == 32
+        # address, bf16, rank 4, dims, strides, box, 128-byte swizzle
+        assert words[:15] == [blocks.address, 9, 4, 576, 64, 2, 5, 1152, 64 * 1152, 2 * 64 * 1152,
+                              64, 32, 1, 1, 3]
+        # the memoised entry with another cache array of the same shape: its own map
+        other, rows2, words2 = _call(launches, 64, blocks=F((5, 2, 64, 576), "bfloat16"))
+        assert other.address != blocks.address and rows2 == 32 and words2[0] == other.address
+        # and back: the first cache's map again (memoised encoding)
+        _, _, words3 = _call(launches, 64, blocks=blocks)
+        assert words3 == words
+
+
+@pytest.mark.parametrize("page_size, backend, want_rows", [(16, None, 16), (1, None, 0), (48, None, 0),
+                                                           (64, "portable", 0)])
+def test_no_map_where_the_kernel_cannot_use_it(page_size, backend, want_rows):
+    """Pages that fit no box and kernels that load by cp.async get kv_box_rows 0
+    and a zero map."""
+    with stub_device() as launches:
+        _, rows, words = _call(launches, page_size, backend=backend)
+        assert rows == want_rows
+        if want_rows == 0:
+            assert array.array("Q", words).tobytes() == NO_MAP
+
+
+@pytest.mark.parametrize("env, value", [("MLA_CUPY_HOPPER_TILE", "seesaw"),
+                                        ("MLA_CUPY_HOPPER_LOADS", "cp_async")])
+def test_no_map_for_cp_async_loads(monkeypatch, env, value):
+    """The seesaw kernel, and the default loads, take no map."""
+    monkeypatch.setenv(env, value)
+    with stub_device() as launches:
+        _, rows, words = _call(launches, 64)
+        assert rows == 0 and not any(words)
+
+
+def test_default_loads_are_cp_async(monkeypatch):
+    monkeypatch.delenv("MLA_CUPY_HOPPER_LOADS")
+    with stub_device() as launches:
+        _, rows, _ = _call(launches, 64)
+        assert rows == 0
+
+
+def test_unknown_loads_choice_is_an_error(monkeypatch):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "bulk")
+    with stub_device() as launches, pytest.raises(ValueError, match="MLA_CUPY_HOPPER_LOADS"):
+        _call(launches, 64)
