@@ -23,7 +23,7 @@ import ctypes
 import sys
 import threading
 
-from . import abi, environment
+from . import abi, driver, environment
 from .arrays import dtype_name, is_cupy_type
 from .validate import _device_of, _is_c_contiguous
 
@@ -154,32 +154,13 @@ def _driver_launch(*args):
 _launch_kernel = _driver_launch
 
 
-class LaunchAttribute(ctypes.Structure):     # CUlaunchAttribute (cuda.h)
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
-
-
-class LaunchConfig(ctypes.Structure):        # CUlaunchConfig (cuda.h)
-    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
-                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
-                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
-                ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
-
-
-PROGRAMMATIC_STREAM_SERIALIZATION = 6   # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-
-
 def _driver_launch_ex(*args):
-    """cuLaunchKernelEx(config, f, kernelParams, extra), which CuPy does not
-    wrap: through ctypes on the driver CuPy has loaded."""
+    """cuLaunchKernelEx(config, f, kernelParams, extra) (mla_cupy.driver)."""
     global _launch_kernel_ex
-    f = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
-    f.argtypes = [ctypes.c_void_p] * 4
-    f.restype = ctypes.c_int
+    f = driver.bind("cuLaunchKernelEx", [ctypes.c_void_p] * 4)
 
     def launch_ex(config, func, params, extra):
-        status = f(config, func, params, extra)
-        if status != 0:
-            raise RuntimeError(f"cuLaunchKernelEx failed: CUresult {status}")
+        driver.check("cuLaunchKernelEx", f(config, func, params, extra))
     _launch_kernel_ex = launch_ex
     return launch_ex(*args)
 
@@ -221,11 +202,11 @@ class KernelLaunch:
         # (PDL, sm_90; the driver path only: CuPy's launch has no attributes)
         self.programmatic = programmatic and mode == "driver"
         if self.programmatic:
-            self._attr = LaunchAttribute(id=PROGRAMMATIC_STREAM_SERIALIZATION)
+            self._attr = driver.LaunchAttribute(id=driver.PROGRAMMATIC_STREAM_SERIALIZATION)
             self._attr.value = (1).to_bytes(4, "little") + bytes(60)
             g, b = self.grid, self.block
-            self._config = LaunchConfig(g[0], g[1], g[2], b[0], b[1], b[2], self.smem, None,
-                                        ctypes.pointer(self._attr), 1)
+            self._config = driver.LaunchConfig(g[0], g[1], g[2], b[0], b[1], b[2], self.smem, None,
+                                               ctypes.pointer(self._attr), 1)
             self._config_address = ctypes.addressof(self._config)
         # tensor_map.KvMapSource: kv_box_rows and kv_map follow the cache's address
         self.kv_map_source = kv_map_source

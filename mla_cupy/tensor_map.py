@@ -10,15 +10,16 @@ and each box must land on a 1024-byte boundary for the swizzle (8 rows of
 load with cp.async.
 
 The map is encoded on the host by the driver's ``cuTensorMapEncodeTiled``
-(through ctypes: no dependency beyond the driver CuPy already loads) and
+(mla_cupy.driver) and
 passed to the kernel by value (abi.DECODE's ``kv_map``); encodings are
 memoised by everything they depend on, the cache's address included.
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
+
+from . import driver
 
 TILE_KEYS = 32          # keys per tile of the wgmma kernel (render.hopper_tile)
 BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
@@ -45,18 +46,11 @@ def box_rows(page_size: int) -> int:
     return 0
 
 
-@functools.lru_cache(maxsize=1)
 def _encode_function():
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError as e:   # pragma: no cover - only without a driver
-        raise RuntimeError(f"tensor maps need the CUDA driver (libcuda.so.1): {e}") from None
-    f = lib.cuTensorMapEncodeTiled
     u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-    f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
-                  u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    f.restype = ctypes.c_int
-    return f
+    return driver.bind("cuTensorMapEncodeTiled",
+                       [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
+                        u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int])
 
 
 def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
@@ -102,8 +96,7 @@ def encode_kv_map(address: int, dtype: str, num_blocks: int, num_layers: int, pa
         (u64 * 4)(*a["dims"]), (u64 * 3)(*a["strides"]), (u32 * 4)(*a["box"]),
         (u32 * 4)(*a["element_strides"]), a["interleave"], a["swizzle"], a["l2_promotion"],
         a["oob_fill"])
-    if status != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {status} for {a}")
+    driver.check("cuTensorMapEncodeTiled", status, f" for {a}")
     got = bytes(out)
     with _lock:
         while len(_encoded) >= ENCODED_MAX:

@@ -303,11 +303,12 @@ def test_combine_is_a_programmatic_dependent_on_sm90(monkeypatch, hopper, launch
 def test_programmatic_launch_config(monkeypatch):
     """What cuLaunchKernelEx is given: grid, block, shared memory, the call's
     stream and one attribute, programmatic stream serialization = 1."""
+    from mla_cupy import driver
     from mla_cupy import plan as plan_mod
     seen = []
 
     def fake_launch_ex(config, func, params, extra):
-        c = plan_mod.LaunchConfig.from_address(config)
+        c = driver.LaunchConfig.from_address(config)
         attr = c.attrs[0]
         seen.append(((c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
                      c.sharedMemBytes, c.hStream, c.numAttrs, attr.id,
@@ -320,6 +321,6 @@ def test_programmatic_launch_config(monkeypatch):
     monkeypatch.setattr(plan_mod, "_launch_kernel_ex", fake_launch_ex)
     launch.launch(0xabc)
     launch.launch(0)
-    assert seen[0][:7] == ((16, 4, 1), (128, 1, 1), 0, 0xabc, 1, plan_mod.PROGRAMMATIC_STREAM_SERIALIZATION, 1)
+    assert seen[0][:7] == ((16, 4, 1), (128, 1, 1), 0, 0xabc, 1, driver.PROGRAMMATIC_STREAM_SERIALIZATION, 1)
     assert seen[0][7:] == (0x1234, launch.params_address, 0)
     assert seen[1][3] is None   # the default stream
