@@ -324,3 +324,43 @@ def test_programmatic_launch_config(monkeypatch):
     assert seen[0][:7] == ((16, 4, 1), (128, 1, 1), 0, 0xabc, 1, driver.PROGRAMMATIC_STREAM_SERIALIZATION, 1)
     assert seen[0][7:] == (0x1234, launch.params_address, 0)
     assert seen[1][3] is None   # the default stream
+
+
+def test_driver_binding_of_the_programmatic_launch(monkeypatch):
+    """The real cuLaunchKernelEx path (mla_cupy.driver.bind / check) against a
+    stand-in driver library: the function is bound once with four pointer
+    arguments, gets the config, function, parameter and extra pointers, and a
+    non-zero CUresult raises."""
+    import ctypes
+
+    from mla_cupy import driver
+    from mla_cupy import plan as plan_mod
+
+    class Function:
+        status = 0
+
+        def __init__(self):
+            self.calls = []
+
+        def __call__(self, *args):
+            self.calls.append(args)
+            return self.status
+
+    class Library:
+        cuLaunchKernelEx = Function()
+
+    lib = Library()
+    monkeypatch.setattr(driver, "library", lambda: lib)
+    monkeypatch.setattr(plan_mod, "_launch_kernel_ex", plan_mod._driver_launch_ex)
+    launch = plan_mod.KernelLaunch(abi.COMBINE, None, 0x1234, (16, 4), (128,), 0,
+                                   dict(o_part=8, lse_part=16, attn_sink=None, input_row_offsets=24,
+                                        scalar_args=32, out=40, lse=None, num_heads=16, num_tokens=4,
+                                        num_partitions=3), "driver", programmatic=True)
+    launch.launch(0xabc)
+    launch.launch(0xabc)
+    f = lib.cuLaunchKernelEx
+    assert f.argtypes == [ctypes.c_void_p] * 4 and f.restype is ctypes.c_int
+    assert f.calls == [(launch._config_address, 0x1234, launch.params_address, 0)] * 2
+    f.status = 700
+    with pytest.raises(RuntimeError, match="cuLaunchKernelEx failed with CUresult 700"):
+        launch.launch(0xabc)

@@ -107,3 +107,36 @@ def test_unknown_loads_choice_is_an_error(monkeypatch):
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "bulk")
     with stub_device() as launches, pytest.raises(ValueError, match="MLA_CUPY_HOPPER_LOADS"):
         _call(launches, 64)
+
+
+def test_encode_through_the_driver_binding(monkeypatch):
+    """encode_kv_map's real path (mla_cupy.driver.bind) against a stand-in
+    library running testing.fake_tensor_map_encode: the 128 bytes it returns
+    are what the driver wrote, memoised per address; a non-zero CUresult raises."""
+    import ctypes
+
+    from mla_cupy import driver, tensor_map
+    from mla_cupy.testing import fake_tensor_map_encode
+
+    class Function:
+        status = 0
+
+        def __call__(self, *args):
+            out = args[0]
+            fake_tensor_map_encode(out, *args[1:])
+            return self.status
+
+    class Library:
+        cuTensorMapEncodeTiled = Function()
+
+    lib = Library()
+    monkeypatch.setattr(driver, "library", lambda: lib)
+    monkeypatch.setattr(tensor_map, "_encoded", {})
+    opaque = tensor_map.encode_kv_map(4096, "bf16", 7, 3, 64, 576)
+    words = np.frombuffer(opaque, np.uint64).tolist()
+    assert words[:15] == [4096, 9, 4, 576, 64, 3, 7, 1152, 64 * 1152, 3 * 64 * 1152, 64, 32, 1, 1, 3]
+    assert lib.cuTensorMapEncodeTiled.argtypes[0] is ctypes.c_void_p
+    lib.cuTensorMapEncodeTiled.status = 1
+    assert tensor_map.encode_kv_map(4096, "bf16", 7, 3, 64, 576) == opaque   # memoised: no call
+    with pytest.raises(RuntimeError, match="cuTensorMapEncodeTiled failed with CUresult 1"):
+        tensor_map.encode_kv_map(8192, "bf16", 7, 3, 64, 576)
