@@ -21,7 +21,7 @@ from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, Ker
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, runs_hopper
-from .render import COMBINE_THREADS, launch_config, uses_kv_map
+from .render import COMBINE_THREADS, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
 from .schedule import row_tiling
@@ -463,7 +463,8 @@ def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
     by cp.async only (render.uses_kv_map) or the page size fits no TMA box."""
     if not uses_kv_map(key):
         return None
-    source = KvMapSource(kv.layout.value, kv.num_blocks, kv.num_layers, kv.page_size, kv.d_qk)
+    source = KvMapSource(kv.layout.value, kv.num_blocks, kv.num_layers, kv.page_size, kv.d_qk,
+                         required=needs_kv_map(key))
     return source if source.rows else None
 
 

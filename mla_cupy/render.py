@@ -61,14 +61,20 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     quarters per row block so a short tile still has 4-8 warps to hide the
     loads; 16 rows keeps 2 stages so two CTAs share an SM."""
     if key.backend is Backend.HOPPER:
-        # Q (64 rows) + NUM_STAGES K/V tiles in the swizzled layout, P words and
-        # row factors of 128 threads, 1 KiB to align the base, sparse: a kpos
-        # per ring slot (mla_decode_wgmma.cu.j2).
+        # Q (64 rows) + NUM_STAGES K/V tiles in the swizzled layout, 1 KiB to
+        # align the base, and what each schedule exchanges.
         block_n, stages = hopper_tile(key)
-        # seesaw: two P slots and two row-max vectors instead of one P slot and row factors
-        # 32x4: an mbarrier per buffer for the TMA loader
-        exchange = (2 * 128 * block_n + 2 * 64 * 4 if hopper_schedule() == "seesaw"
-                    else 128 * block_n + 128 * 2 * 4 + 8 * stages)
+        if hopper_schedule(key).startswith("seesaw"):
+            # Q and two 64-key buffers; P(b) in its own slot, P(a)' in a's rope
+            # chunk (D_QK 576) or a slot of its own (512); two row-max vectors;
+            # an mbarrier per buffer half (mla_decode_seesaw.cu.j2).
+            p_slots = 1 if key.d_qk > 512 else 2
+            smem = (key.d_qk * 2 * (64 + stages * block_n) + p_slots * 128 * block_n
+                    + 2 * 64 * 4 + 8 * 2 * stages + 1024)
+            return LaunchConfig(64, block_n, stages, 2, 256, smem)
+        # P words and row factors of 128 threads, an mbarrier per buffer for
+        # the TMA loader, sparse: a kpos per ring slot (mla_decode_wgmma.cu.j2).
+        exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
                 + (4 * stages * block_n if key.sparsity is Sparsity.SPARSE else 0))
         return LaunchConfig(64, block_n, stages, 2, 256, smem)
@@ -88,17 +94,23 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
-HOPPER_TILES = {"32x4": (32, 4), "seesaw": (32, 4)}
-HOPPER_TEMPLATES = {"32x4": HOPPER_DECODE_TEMPLATE, "seesaw": "hopper/mla_decode_seesaw.cu.j2"}
+HOPPER_TILES = {"32x4": (32, 4), "seesaw": (64, 2), "seesaw32": (32, 4)}
+SEESAW_TEMPLATE = "hopper/mla_decode_seesaw.cu.j2"
+HOPPER_TEMPLATES = {"32x4": HOPPER_DECODE_TEMPLATE, "seesaw": SEESAW_TEMPLATE, "seesaw32": SEESAW_TEMPLATE}
 
 
-def hopper_schedule() -> str:
+def hopper_schedule(key: DecodeKey | None = None) -> str:
     """The wgmma kernel's schedule (MLA_CUPY_HOPPER_TILE): "32x4", one warpgroup
-    computing every S and softmax, or "seesaw", the two warpgroups alternating
-    tiles (experimental, kernels/hopper/mla_decode_seesaw.cu.j2)."""
+    computing every S and softmax over a ring of four 32-key tiles, or
+    "seesaw", the two warpgroups alternating 64-key tiles loaded by TMA
+    (kernels/hopper/mla_decode_seesaw.cu.j2).  The seesaw covers dense 16-bit
+    caches only: for ``key``'s other variants the answer is "32x4"."""
     choice = environment.get(environment.HOPPER_TILE) or "32x4"
     if choice not in HOPPER_TILES:
         raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
+    if (choice.startswith("seesaw") and key is not None
+            and (key.sparsity is Sparsity.SPARSE or records.is_byte_record(key.layout))):
+        return "32x4"
     return choice
 
 
@@ -119,19 +131,27 @@ def hopper_loads() -> str:
 
 def uses_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
-    kv_box_rows > 0): the 32x4 wgmma kernel on dense 16-bit caches when TMA
-    loads are chosen (:func:`hopper_loads`).  Every other kernel ignores the map."""
-    return (key.backend is Backend.HOPPER and hopper_schedule() == "32x4"
-            and key.sparsity is Sparsity.DENSE and not records.is_byte_record(key.layout)
-            and hopper_loads() == "tma")
+    kv_box_rows > 0): the seesaw kernel (it loads by TMA only), and the 32x4
+    wgmma kernel on dense 16-bit caches when TMA loads are chosen
+    (:func:`hopper_loads`).  Every other kernel ignores the map."""
+    if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
+            or records.is_byte_record(key.layout)):
+        return False
+    return hopper_schedule(key).startswith("seesaw") or hopper_loads() == "tma"
+
+
+def needs_kv_map(key: DecodeKey) -> bool:
+    """Whether the variant's kernel cannot run without a map (the seesaw)."""
+    return uses_kv_map(key) and hopper_schedule(key).startswith("seesaw")
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     """(keys per tile, tile buffers) of the wgmma kernel: 32 keys x 4 buffers
     keeps three tiles (108 KB) in flight per SM (the pipelined warpgroup 0
-    needs three buffers at least, so 64-key tiles no longer fit).
-    MLA_CUPY_HOPPER_TILE names the shape (read at render time)."""
-    return HOPPER_TILES[hopper_schedule()]
+    needs three buffers at least, so 64-key tiles no longer fit); the seesaw
+    takes 64-key tiles in two buffers.  MLA_CUPY_HOPPER_TILE names the
+    schedule (read at render time)."""
+    return HOPPER_TILES[hopper_schedule(key)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -219,6 +239,6 @@ def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
             name=key.name, is_fp16=key.out_dtype == "fp16", d_v=records.D_V,
             num_threads=COMBINE_THREADS, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:
-        return env.get_template(HOPPER_TEMPLATES[hopper_schedule()]).render(
+        return env.get_template(HOPPER_TEMPLATES[hopper_schedule(key)]).render(
             **decode_template_values(key), mma_type="f16" if key.layout is Layout.FP16 else "bf16")
     return env.get_template(DECODE_TEMPLATE).render(**decode_template_values(key))

@@ -1,7 +1,8 @@
 """Tensor maps of a paged cache, for the Hopper kernels' TMA loader.
 
-The wgmma kernel (kernels/hopper/mla_decode_wgmma.cu.j2) loads each 32-key
-tile of a dense 16-bit cache as 128-byte-swizzled boxes of
+The wgmma kernels (kernels/hopper/) load each 32-key tile (64-key for the
+seesaw: two or more boxes per chunk) of a dense 16-bit cache as
+128-byte-swizzled boxes of
 ``{64 columns, box_rows rows}``, one per column chunk and page run, through a
 rank-4 map over ``blocks`` viewed as ``[num_blocks, num_layers, page_size,
 D_qk]`` (innermost last).  A tile must lie in whole boxes of one page each,
@@ -110,13 +111,22 @@ class KvMapSource:
     cache's address: a plan re-derives them whenever a call brings another
     cache array (the memoised entry points), before launching anything.  An
     address TMA cannot use (not 16-byte aligned) gets no map: the kernel then
-    loads with cp.async."""
+    loads with cp.async.  ``required``: the kernel loads by TMA only (the
+    seesaw), so a page size or an address TMA cannot use is an error."""
 
-    def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int):
+    def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int,
+                 required: bool = False):
         self.args = (dtype, num_blocks, num_layers, page_size, d_qk)
         self.rows = box_rows(page_size)
+        self.required = required
+        if required and self.rows == 0:
+            raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_TILE=seesaw) loads by TMA "
+                             f"and expects a multiple of {TILE_KEYS}, or 8 or 16, got {page_size}")
 
     def for_address(self, address: int) -> tuple[int, bytes]:
         if self.rows == 0 or address % 16:
+            if self.required:
+                raise ValueError(f"kv_collection.blocks: the seesaw kernel loads by TMA and expects a "
+                                 f"16-byte aligned address, got {address:#x}")
             return 0, NO_MAP
         return self.rows, encode_kv_map(address, *self.args)

@@ -74,3 +74,24 @@ def test_rendered_source_is_self_contained(key):
     assert 'extern "C" __global__' in src and key.name in src
     assert "#include" not in src          # nothing outside the text the cache hashes
     assert render(key) == src             # deterministic: no timestamps or paths
+
+
+SEESAW_KEYS = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"
+               and k.sparsity.value == "dense" and k.layout.value in ("bf16", "fp16")]
+
+
+@pytest.mark.parametrize("tile", ["seesaw", "seesaw32"])
+@pytest.mark.parametrize("key", SEESAW_KEYS, ids=lambda k: k.name)
+def test_seesaw_compiles_without_spills_or_serialised_wgmma(monkeypatch, key, tile):
+    """The experimental seesaw schedules (MLA_CUPY_HOPPER_TILE) of every dense
+    16-bit variant: the same bar as the default kernel's."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", tile)
+    src = render(key)
+    assert 'dense MLA decode, "seesaw"' in src      # the seesaw template, not the default one
+    assert f"constexpr int BLOCK_N = {64 if tile == 'seesaw' else 32};" in src
+    res = compile_offline(key, arch="sm_90a")
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0, res.log
+    assert not any(f"C75{n}" in res.log for n in range(10, 30)), res.log
+    cfg = launch_config(key)
+    assert f"static_assert(SMEM_BYTES == {cfg.smem_bytes}," in render(key)
+    assert res.static_smem + cfg.smem_bytes <= SMEM["sm_90a"]["per_block"]

@@ -147,72 +147,86 @@ def test_the_model_catches_the_deadlock_of_an_earlier_order():
     assert run(3, 4, (late_release, its_loader)) == "ok"   # fewer tiles than buffers hides it
 
 
-# ---- the seesaw schedule (kernels/hopper/mla_decode_seesaw.cu.j2, MLA_CUPY_HOPPER_TILE=seesaw) ----
+# ---- the seesaw schedule (kernels/hopper/mla_decode_seesaw.cu.j2, MLA_CUPY_HOPPER_TILE=seesaw*) ----
+# Besides the named barriers, a tile's two halves complete on mbarriers when
+# their TMA boxes land.  The warpgroup that computes a tile's S waits for both
+# halves; a half refilled by the other warpgroup is a hand-over, modelled as an
+# arrival (the refill is issued) and a sync (the wait), one barrier per buffer
+# and half.  A warpgroup waiting for its own refill cannot hang and is left out.
+# Two refills of one buffer's half before the wait in between would overwrite a
+# tile nobody has read: the model reports it as joining one phase twice.
 
-def seesaw_wg0(n, stages=4):
-    """Warpgroup 0: S, softmax and O[:, :256] of even tiles a = 2t; refills odd tiles."""
-    yield "sync", "prologue"
+def seesaw_wg0(n, stages):
+    """Warpgroup 0: S, softmax and O[:, :256] of tiles a = 2t; refills the L
+    halves (chunks 0-3) of every tile, as their last reader."""
+    yield "sync", "init"
+    for i in range(min(stages, n)):          # prologue: L halves of the first tiles
+        if i % 2:
+            yield "arrive", ("L", i % stages)
+    yield "sync", "q"
+    if n > 0:
+        yield "sync", ("R", 0)               # S(0)
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
-        if ta >= 4:
-            yield "sync", "tile_even"
-        yield "arrive", "qk0_issued"
         yield "arrive", "m0"
         yield "sync", "m1"
-        yield "arrive", "p0"
-        if ta + 4 < n:
-            yield "arrive", "a_free"
+        yield "arrive", "p0"                 # (a's L half refilled just before: its own)
         if tb < n:
             yield "sync", "p1"
-        if 4 <= 2 * pr + 3 < n:
-            yield "arrive", "tile_odd"              # the odd tile refilled after the last pair
-        if 2 * pr + 5 < n:
-            yield "sync", "b_free"                  # then refill b's buffer
+        if ta + 2 < n:
+            yield "sync", ("R", (ta + 2) % stages)   # S(a + 2)
+        if tb < n and tb + stages < n:
+            yield "arrive", ("L", (tb + stages) % stages)   # P(b) V_L(b) retired
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
 
-def seesaw_wg1(n, stages=4):
-    """Warpgroup 1: S, softmax and O[:, 256:] of odd tiles b = 2t + 1; refills even tiles."""
-    yield "sync", "prologue"
+def seesaw_wg1(n, stages, ahead=None):
+    """Warpgroup 1: S, softmax and O[:, 256:] of tiles b = 2t + 1; refills the
+    R halves (chunks 4.., the rope where P(a)' travels) of every tile, a's with
+    tile a + ``ahead`` (the kernel: a + stages)."""
+    ahead = stages if ahead is None else ahead
+    yield "sync", "init"
+    for i in range(min(stages, n)):
+        if i % 2 == 0:
+            yield "arrive", ("R", i % stages)
+    yield "sync", "q"
+    if n > 1:
+        yield "sync", ("L", 1)               # S(1)
     for pr in range((n + 1) // 2):
-        tb = 2 * pr + 1
-        if tb < n and tb >= 4:
-            yield "sync", "tile_odd"
-        yield "sync", "qk0_issued"
+        ta, tb = 2 * pr, 2 * pr + 1
         yield "sync", "m0"
         yield "arrive", "m1"
-        if tb < n:
-            yield "arrive", "p1"
         yield "sync", "p0"
-        if tb < n and tb + 4 < n:
-            yield "arrive", "b_free"
-        if 4 <= 2 * pr + 2 < n:
-            yield "arrive", "tile_even"
-        if 2 * pr + 4 < n:
-            yield "sync", "a_free"
+        if tb < n:
+            yield "arrive", "p1"             # (b's R half refilled next: its own)
+        if ta + ahead < n:
+            yield "arrive", ("R", (ta + ahead) % stages)    # P(a)' V_R(a) retired
+        if tb + 2 < n:
+            yield "sync", ("L", (tb + 2) % stages)          # S(b + 2)
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
 
-def test_seesaw_hand_over_neither_hangs_nor_leaves_arrivals():
-    assert {n: run(n, 4, (seesaw_wg0, seesaw_wg1)) for n in range(24)} == {n: "ok" for n in range(24)}
+@pytest.mark.parametrize("stages", [2, 4])
+def test_seesaw_hand_over_neither_hangs_nor_leaves_arrivals(stages):
+    got = {n: run(n, stages, (seesaw_wg0, seesaw_wg1)) for n in range(24)}
+    assert got == {n: "ok" for n in range(24)}
 
 
-def test_the_model_catches_a_seesaw_refill_before_the_buffer_is_free():
-    """If warpgroup 0 refilled b's buffer without waiting for b_free, warpgroup 1's
-    b_free arrivals would pile up: the model must see it."""
-    def eager_wg0(n, stages=4):
-        for op, bar in seesaw_wg0(n, stages):
-            if bar != "b_free":
-                yield op, bar
-    assert run(12, 4, (eager_wg0, seesaw_wg1)) != "ok"
+def test_the_model_catches_a_seesaw_refill_of_a_tile_not_yet_read():
+    """Four buffers: had warpgroup 1 refilled a's R half with tile a + 2 (the
+    two-buffer rule) instead of a + 4, it would land on a buffer whose tile
+    warpgroup 0 has not waited for yet."""
+    def early_wg1(n, stages):
+        return seesaw_wg1(n, stages, ahead=2)
+    assert run(12, 4, (seesaw_wg0, early_wg1)) != "ok"   # an arrival nobody waits for
 
 
-def _seesaw_rows(scores, values):
+def _seesaw_rows(scores, values, tile):
     """The seesaw's online softmax for one row, step by step as the kernel does it
-    (log2 units; tiles of 32 keys in pairs a, b; -inf for masked keys): returns
-    (O, m, l) with O normalised by l."""
+    (log2 units; tiles of `tile` keys in pairs a, b; -inf for masked keys):
+    returns (O, m, l) with O normalised by l."""
     import numpy as np
     inf = float("inf")
 
@@ -220,7 +234,7 @@ def _seesaw_rows(scores, values):
         return 0.0 if m == -inf else m
 
     n = len(scores)
-    tiles = [(i, min(i + 32, n)) for i in range(0, n, 32)]
+    tiles = [(i, min(i + tile, n)) for i in range(0, n, tile)]
     o_l = np.zeros(values.shape[1] // 2)
     o_r = np.zeros(values.shape[1] // 2)
     half = values.shape[1] // 2
@@ -254,8 +268,9 @@ def _seesaw_rows(scores, values):
     return o, m_run, l
 
 
+@pytest.mark.parametrize("tile", [32, 64])
 @pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 95, 96, 200])
-def test_seesaw_softmax_bookkeeping_matches_a_plain_softmax(n):
+def test_seesaw_softmax_bookkeeping_matches_a_plain_softmax(n, tile):
     """The rescaling of the seesaw (warpgroup 0 scales O[:, :256] by e^(m_prev-m0)
     then e^(m0-m1), warpgroup 1 O[:, 256:] by their product, P(a) recomputed
     against m1 for the other half, row sums kept per warpgroup) gives the plain
@@ -272,7 +287,7 @@ def test_seesaw_softmax_bookkeeping_matches_a_plain_softmax(n):
         if trial == 7:
             mask[:] = True                                     # nothing visible
         x = np.where(mask, -np.inf, scores)
-        o, m, l = _seesaw_rows(x, values)
+        o, m, l = _seesaw_rows(x, values, tile)
         if mask.all():
             assert l == 0 and (o == 0).all()
             continue

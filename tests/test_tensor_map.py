@@ -86,14 +86,42 @@ def test_no_map_where_the_kernel_cannot_use_it(page_size, backend, want_rows):
             assert array.array("Q", words).tobytes() == NO_MAP
 
 
-@pytest.mark.parametrize("env, value", [("MLA_CUPY_HOPPER_TILE", "seesaw"),
-                                        ("MLA_CUPY_HOPPER_LOADS", "cp_async")])
-def test_no_map_for_cp_async_loads(monkeypatch, env, value):
-    """The seesaw kernel, and the default loads, take no map."""
-    monkeypatch.setenv(env, value)
+def test_no_map_for_cp_async_loads(monkeypatch):
+    """The 32x4 kernel with its default loads takes no map."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
         _, rows, words = _call(launches, 64)
         assert rows == 0 and not any(words)
+
+
+@pytest.mark.parametrize("tile", ["seesaw", "seesaw32"])
+@pytest.mark.parametrize("page_size, want_rows", [(16, 16), (64, 32), (128, 32)])
+def test_the_seesaw_always_gets_a_map(monkeypatch, tile, page_size, want_rows):
+    """The seesaw loads by TMA only, whatever MLA_CUPY_HOPPER_LOADS says."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", tile)
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
+    with stub_device() as launches:
+        blocks, rows, words = _call(launches, page_size)
+        assert rows == want_rows and words[0] == blocks.address
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 48])
+def test_the_seesaw_refuses_pages_tma_cannot_load(monkeypatch, page_size):
+    """An error naming the page size, before anything is launched."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", "seesaw")
+    with stub_device() as launches, pytest.raises(ValueError, match=f"page_size.*got {page_size}"):
+        _call(launches, page_size)
+    assert not launches
+
+
+def test_the_seesaw_refuses_an_unaligned_cache(monkeypatch):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", "seesaw")
+    blocks = F((5, 2, 64, 576), "bfloat16")
+    address = blocks.address + 8 if blocks.address % 16 == 0 else blocks.address
+    blocks.__cuda_array_interface__ = dict(blocks.__cuda_array_interface__, data=(address, False))
+    with stub_device() as launches, pytest.raises(ValueError, match="16-byte aligned"):
+        _call(launches, 64, blocks=blocks)
+    assert not launches
 
 
 def test_default_loads_are_cp_async(monkeypatch):
