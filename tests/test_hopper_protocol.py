@@ -1,18 +1,21 @@
-"""The named-barrier hand-over of the Hopper decode kernel, modelled on the CPU.
+"""The hand-overs of the Hopper decode kernels, modelled on the CPU.
 
 kernels/hopper/mla_decode_wgmma.cu.j2 runs two warpgroups that meet on named
-barriers (bar.arrive / bar.sync with both warpgroups counted).  A schedule in
+barriers (bar.arrive / bar.sync with both warpgroups counted) and on mbarriers
+with one producer and one waiting warpgroup (modelled the same way, one
+barrier per buffer).  A schedule in
 which one side waits for an arrival the other only makes after waiting itself
 hangs the GPU, and an arrival nobody syncs on leaves a barrier mid-phase at
 exit.  Each warpgroup below is the kernel's sequence of barrier operations for
 a CTA of ``n`` key tiles and ``stages`` tile buffers, in the kernel's order;
-the test runs them against each other for every small (n, stages).  Keep these
-generators in step with the kernel when its hand-over changes.
+the test runs them against each other for every small (n, stages), under
+fixed and seeded random interleavings.  Keep these generators in step with
+the kernel when its hand-over changes.
 """
 import pytest
 
 
-def softmax_warpgroup(n, stages):
+def softmax_warpgroup(n, stages, alternate=True):
     """Warpgroup 0: S = Q K^T, softmax, O[:, :256] (QK^T and the softmax of tile
     j + 1 run while P V of tile j is on the tensor cores)."""
     if n > 0:
@@ -25,13 +28,13 @@ def softmax_warpgroup(n, stages):
             yield "sync", "p_free"                       # warpgroup 1 read P(j)
             yield "arrive", "p_ready"                    # P(j+1)
         if j + stages < n:
-            yield "arrive", "buf_free"                   # P V(j) done: tile j's buffer may be refilled
+            yield "arrive", ("buf_free", j % 2 if alternate else 0)   # P V(j) done: tile j's buffer may be refilled
     if n > 0:
         yield "sync", "p_free"                           # the last alpha was read
     yield "sync", "epilogue"
 
 
-def loader_warpgroup(n, stages):
+def loader_warpgroup(n, stages, alternate=True):
     """Warpgroup 1: cp.async loads, O[:, 256:]; refills tile j-1's buffer in iteration j."""
     if n > 0:
         yield "arrive", "tile_ready"
@@ -41,53 +44,60 @@ def loader_warpgroup(n, stages):
         if j + 1 < n:
             yield "arrive", "tile_ready"
         if j >= 1 and j - 1 + stages < n:
-            yield "sync", "buf_free"                     # then load tile j-1 + stages
+            yield "sync", ("buf_free", (j - 1) % 2 if alternate else 0)   # then load tile j-1 + stages
     yield "sync", "epilogue"
 
 
-def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup)):
+def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup), random_orders=40):
     """'ok', or what went wrong: a deadlock, a warpgroup joining one barrier
-    phase twice, or arrivals left pending at exit -- under each of three
-    interleavings: alternating, and each warpgroup running ahead as far as it
-    can (which finds a warpgroup arriving twice before the other comes)."""
-    for lead in (None, 0, 1):
-        result = _run_one(n, stages, warpgroups, lead)
+    phase twice, or arrivals left pending at exit -- under alternating
+    operations, each warpgroup running ahead as far as it can, and
+    ``random_orders`` seeded random interleavings (a warpgroup may stall
+    anywhere on the GPU: between two of its operations the other may run for
+    as long as it likes)."""
+    import random
+    policies = [("alternate", None), ("lead", 0), ("lead", 1)]
+    policies += [("random", random.Random(seed)) for seed in range(random_orders)]
+    for policy in policies:
+        result = _run_one(n, stages, warpgroups, policy)
         if result != "ok":
             return result
     return "ok"
 
 
-def _run_one(n, stages, warpgroups, lead):
+def _run_one(n, stages, warpgroups, policy):
     gens = [wg(n, stages) for wg in warpgroups]
     blocked = [None, None]           # (barrier, phase) a warpgroup waits on
     phase, members, done = {}, {}, [False, False]
-    moved = True
-    while moved:
-        moved = False
-        for w in ((0, 1) if lead is None else (lead, 1 - lead)):
-            while not done[w]:
-                if blocked[w] is not None:
-                    bar, ph = blocked[w]
-                    if phase.get(bar, 0) == ph:
-                        break
-                    blocked[w] = None
-                try:
-                    op, bar = next(gens[w])
-                except StopIteration:
-                    done[w] = moved = True
-                    break
-                moved = True
-                joined = members.setdefault(bar, [])
-                if w in joined:
-                    return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
-                joined.append(w)
-                if len(joined) == 2:
-                    phase[bar] = phase.get(bar, 0) + 1
-                    members[bar] = []
-                elif op == "sync":
-                    blocked[w] = (bar, phase.get(bar, 0))
-                if lead is None:
-                    break                # alternate: one operation per turn
+    last = 1
+    while True:
+        runnable = [w for w in (0, 1) if not done[w]
+                    and (blocked[w] is None or phase.get(blocked[w][0], 0) != blocked[w][1])]
+        if not runnable:
+            break
+        kind, arg = policy
+        if kind == "alternate":
+            w = next((x for x in (1 - last, last) if x in runnable))
+        elif kind == "lead":
+            w = arg if arg in runnable else runnable[0]
+        else:
+            w = arg.choice(runnable)
+        last = w
+        blocked[w] = None
+        try:
+            op, bar = next(gens[w])
+        except StopIteration:
+            done[w] = True
+            continue
+        joined = members.setdefault(bar, [])
+        if w in joined:
+            return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
+        joined.append(w)
+        if len(joined) == 2:
+            phase[bar] = phase.get(bar, 0) + 1
+            members[bar] = []
+        elif op == "sync":
+            blocked[w] = (bar, phase.get(bar, 0))
     if not all(done):
         return f"deadlock: {blocked}"
     pending = {b: m for b, m in members.items() if m}
@@ -97,6 +107,21 @@ def _run_one(n, stages, warpgroups, lead):
 @pytest.mark.parametrize("stages", [3, 4, 5])
 def test_hand_over_neither_hangs_nor_leaves_arrivals(stages):
     assert {n: run(n, stages) for n in range(24)} == {n: "ok" for n in range(24)}
+
+
+def test_the_model_catches_a_single_buffer_free_barrier():
+    """One BUF_FREE barrier for every tile (the kernel until 2026-12-01): under
+    some interleaving warpgroup 0 frees tile j + 1 before warpgroup 1 has synced
+    for tile j, completing a phase alone.  On the H200 the tensor pipe's issue
+    order made that window tiny; without TILE_READY each tile holding warpgroup
+    0 back (a TMA variant that acquired tiles from their mbarriers,
+    tools/results/2026-12-01_tma_acquire_by_warpgroup0.patch) it hung at once."""
+    def wg0(n, stages):
+        return softmax_warpgroup(n, stages, alternate=False)
+
+    def wg1(n, stages):
+        return loader_warpgroup(n, stages, alternate=False)
+    assert "twice" in run(8, 4, (wg0, wg1))
 
 
 def test_the_model_catches_two_arrivals_in_one_phase():
