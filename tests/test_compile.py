@@ -95,3 +95,24 @@ def test_seesaw_compiles_without_spills_or_serialised_wgmma(monkeypatch, key, ti
     cfg = launch_config(key)
     assert f"static_assert(SMEM_BYTES == {cfg.smem_bytes}," in render(key)
     assert res.static_smem + cfg.smem_bytes <= SMEM["sm_90a"]["per_block"]
+
+
+@pytest.mark.parametrize("tile", ["seesaw", "seesaw32"])
+def test_the_seesaw_takes_dense_16bit_variants_only(monkeypatch, tile):
+    """Sparse and fp8_ds_mla variants keep the 32x4 kernel and its launch under
+    MLA_CUPY_HOPPER_TILE=seesaw*; dense bf16/fp16 ones get the seesaw."""
+    hopper = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"]
+    default = {k.name: (render(k), launch_config(k)) for k in hopper}
+    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", tile)
+    for k in hopper:
+        seesaw = k in SEESAW_KEYS
+        assert ('dense MLA decode, "seesaw"' in render(k)) == seesaw, k.name
+        unchanged = (render(k), launch_config(k)) == default[k.name]
+        assert unchanged != seesaw, k.name
+    assert SEESAW_KEYS and len(SEESAW_KEYS) < len(hopper)
+
+
+def test_an_unknown_hopper_schedule_is_an_error(monkeypatch):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", "64x2")
+    with pytest.raises(ValueError, match="MLA_CUPY_HOPPER_TILE.*64x2"):
+        render(SEESAW_KEYS[0])
