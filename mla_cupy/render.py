@@ -64,7 +64,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         # Q (64 rows) + NUM_STAGES K/V tiles in the swizzled layout, 1 KiB to
         # align the base, and what each schedule exchanges.
         block_n, stages = hopper_tile(key)
-        if hopper_schedule(key).startswith("seesaw"):
+        if hopper_schedule(key) in SEESAW_SCHEDULES:
             # Q and two 64-key buffers; P(b) in its own slot, P(a)' in a's rope
             # chunk (D_QK 576) or a slot of its own (512); two row-max vectors;
             # an mbarrier per buffer half (mla_decode_seesaw.cu.j2).
@@ -97,6 +97,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
 HOPPER_TILES = {"32x4": (32, 4), "seesaw": (64, 2), "seesaw32": (32, 4)}
 SEESAW_TEMPLATE = "hopper/mla_decode_seesaw.cu.j2"
 HOPPER_TEMPLATES = {"32x4": HOPPER_DECODE_TEMPLATE, "seesaw": SEESAW_TEMPLATE, "seesaw32": SEESAW_TEMPLATE}
+SEESAW_SCHEDULES = frozenset(s for s, t in HOPPER_TEMPLATES.items() if t == SEESAW_TEMPLATE)
 
 
 def hopper_schedule(key: DecodeKey | None = None) -> str:
@@ -108,7 +109,7 @@ def hopper_schedule(key: DecodeKey | None = None) -> str:
     choice = environment.get(environment.HOPPER_TILE) or "32x4"
     if choice not in HOPPER_TILES:
         raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
-    if (choice.startswith("seesaw") and key is not None
+    if (choice in SEESAW_SCHEDULES and key is not None
             and (key.sparsity is Sparsity.SPARSE or records.is_byte_record(key.layout))):
         return "32x4"
     return choice
@@ -137,12 +138,12 @@ def uses_kv_map(key: DecodeKey) -> bool:
     if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout)):
         return False
-    return hopper_schedule(key).startswith("seesaw") or hopper_loads() == "tma"
+    return hopper_schedule(key) in SEESAW_SCHEDULES or hopper_loads() == "tma"
 
 
 def needs_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's kernel cannot run without a map (the seesaw)."""
-    return uses_kv_map(key) and hopper_schedule(key).startswith("seesaw")
+    return uses_kv_map(key) and hopper_schedule(key) in SEESAW_SCHEDULES
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:

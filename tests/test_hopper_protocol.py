@@ -181,27 +181,32 @@ def test_the_model_catches_the_deadlock_of_an_earlier_order():
 # Two refills of one buffer's half before the wait in between would overwrite a
 # tile nobody has read: the model reports it as joining one phase twice.
 
-def seesaw_wg0(n, stages, early=False):
+def _seesaw_prologue(n, stages, wg):
+    """Both: mbarriers initialised; this warpgroup issues its half (0: L, 1: R)
+    of the first tiles, and the other one's are hand-overs it arrives on; Q;
+    then the first S of its own tile (a = 0, b = 1) waits for the other half."""
+    mine, other = ("L", "R") if wg == 0 else ("R", "L")
+    yield "sync", "init"
+    for i in range(min(stages, n)):
+        if i % 2 != wg:                      # the other warpgroup computes this tile's S
+            yield "arrive", (mine, i % stages)
+    yield "sync", "q"
+    if wg < n:
+        yield "sync", (other, wg)
+
+
+def seesaw_wg0(n, stages):
     """Warpgroup 0: S, softmax and O[:, :256] of tiles a = 2t; refills the L
     halves (chunks 0-3) of every tile, as their last reader."""
-    yield "sync", "init"
-    for i in range(min(stages, n)):          # prologue: L halves of the first tiles
-        if i % 2:
-            yield "arrive", ("L", i % stages)
-    yield "sync", "q"
-    if n > 0:
-        yield "sync", ("R", 0)               # S(0)
+    yield from _seesaw_prologue(n, stages, 0)
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "arrive", "m0"
         yield "sync", "m1"
         yield "arrive", "p0"                 # (a's L half refilled just before: its own)
-        # early (four buffers, measured slower): S(a + 2) queued before P(b) V_L(b)
-        if early and ta + 2 < n:
-            yield "sync", ("R", (ta + 2) % stages)
         if tb < n:
             yield "sync", "p1"
-        if not early and ta + 2 < n:
+        if ta + 2 < n:
             yield "sync", ("R", (ta + 2) % stages)   # S(a + 2)
         if tb < n and tb + stages < n:
             yield "arrive", ("L", (tb + stages) % stages)   # P(b) V_L(b) retired
@@ -209,18 +214,12 @@ def seesaw_wg0(n, stages, early=False):
     yield "sync", "epilogue"
 
 
-def seesaw_wg1(n, stages, ahead=None, early=False):
+def seesaw_wg1(n, stages, ahead=None):
     """Warpgroup 1: S, softmax and O[:, 256:] of tiles b = 2t + 1; refills the
     R halves (chunks 4.., the rope where P(a)' travels) of every tile, a's with
     tile a + ``ahead`` (the kernel: a + stages)."""
     ahead = stages if ahead is None else ahead
-    yield "sync", "init"
-    for i in range(min(stages, n)):
-        if i % 2 == 0:
-            yield "arrive", ("R", i % stages)
-    yield "sync", "q"
-    if n > 1:
-        yield "sync", ("L", 1)               # S(1)
+    yield from _seesaw_prologue(n, stages, 1)
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "sync", "m0"
@@ -228,28 +227,17 @@ def seesaw_wg1(n, stages, ahead=None, early=False):
         if tb < n:
             yield "arrive", "p1"
         yield "sync", "p0"                   # (b's R half refilled next: its own)
-        # early (four buffers, measured slower): S(b + 2) queued before the refills
-        if early and tb + 2 < n:
-            yield "sync", ("L", (tb + 2) % stages)
         if ta + ahead < n:
             yield "arrive", ("R", (ta + ahead) % stages)    # P(a)' V_R(a) retired
-        if not early and tb + 2 < n:
+        if tb + 2 < n:
             yield "sync", ("L", (tb + 2) % stages)          # S(b + 2)
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
 
-@pytest.mark.parametrize("stages, early0, early1", [(2, False, False), (4, False, False), (4, True, False),
-                                                    (4, False, True), (4, True, True)])
-def test_seesaw_hand_over_neither_hangs_nor_leaves_arrivals(stages, early0, early1):
-    """The kernel's order (early0 = early1 = False) and the earlier S issue
-    measured in tools/results/2026-12-01_seesaw_order_experiments.patch."""
-    def wg0(n, stages):
-        return seesaw_wg0(n, stages, early=early0)
-
-    def wg1(n, stages):
-        return seesaw_wg1(n, stages, early=early1)
-    got = {n: run(n, stages, (wg0, wg1)) for n in range(24)}
+@pytest.mark.parametrize("stages", [2, 4])
+def test_seesaw_hand_over_neither_hangs_nor_leaves_arrivals(stages):
+    got = {n: run(n, stages, (seesaw_wg0, seesaw_wg1)) for n in range(24)}
     assert got == {n: "ok" for n in range(24)}
 
 

@@ -34,7 +34,7 @@ def correctness(quick: bool) -> int:
     cases = []
     # The seesaw loads by TMA only: page sizes that fit boxes (tensor_map.box_rows).
     from mla_cupy import render
-    pages = (8, 16, 32, 64, 128) if render.hopper_schedule().startswith("seesaw") else (1, 3, 16, 64, 128)
+    pages = (8, 16, 32, 64, 128) if render.hopper_schedule() in render.SEESAW_SCHEDULES else (1, 3, 16, 64, 128)
     for page in pages:
         for mask in ("causal", "null", "sliding_window_causal"):
             cases.append(dict(page_size=page, mask=mask))
