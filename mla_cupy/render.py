@@ -67,10 +67,10 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         if hopper_schedule(key) in SEESAW_SCHEDULES:
             # Q and two 64-key buffers; P(b) in its own slot, P(a)' in a's rope
             # chunk (D_QK 576) or a slot of its own (512); two row-max vectors;
-            # an mbarrier per buffer half (mla_decode_seesaw.cu.j2).
+            # an mbarrier per buffer column chunk (mla_decode_seesaw.cu.j2).
             p_slots = 1 if key.d_qk > 512 else 2
             smem = (key.d_qk * 2 * (64 + stages * block_n) + p_slots * 128 * block_n
-                    + 2 * 64 * 4 + 8 * 2 * stages + 1024)
+                    + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
         # P words and row factors of 128 threads, an mbarrier per buffer for
         # the TMA loader, sparse: a kpos per ring slot (mla_decode_wgmma.cu.j2).
