@@ -18,7 +18,9 @@ import threading
 from . import environment
 from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
-from .variants import TILE_ROWS, CombineKey, DecodeKey, Layout, Sparsity, hopper_supports, parse, resolve_backend
+from .tensor_map import box_rows
+from .variants import (TILE_ROWS, CombineKey, DecodeKey, Layout, Schedule, Sparsity, hopper_supports, parse,
+                       resolve_backend, seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -255,6 +257,32 @@ def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | 
             and group_rows < HOPPER_SPARSE_MIN_ROWS):
         return False
     return device_arch(device_id) == "sm_90a"
+
+
+# The seesaw runs by default when a CTA's row group (all tokens' heads of a
+# sequence) fills its 64-row tile: its two warpgroups then both do useful
+# MMAs.  With fewer rows the kernels are bound by loads, and the ring's four
+# buffers keep more of them in flight (H200, bf16 page 64, b128 s8192:
+# h128 548 us seesaw vs 636 ring; h16 342 vs 334; b8 h16 48.7 vs 44.8).
+SEESAW_MIN_ROWS = 64
+HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
+
+
+def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
+    """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
+    (``auto``, the default; ``ring``; ``seesaw``), where ``auto`` takes the
+    seesaw for dense bf16/fp16 caches whose pages TMA can load
+    (tensor_map.box_rows) and row groups of SEESAW_MIN_ROWS or more.  A forced
+    ``seesaw`` applies to the variants it implements; on a page size TMA
+    cannot load the launch reports it (tensor_map.KvMapSource)."""
+    chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
+    if chosen not in HOPPER_SCHEDULES:
+        raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
+    possible = seesaw_supports(dataclasses.replace(key, schedule=Schedule.RING))
+    if chosen == "auto":
+        return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
+                else Schedule.RING)
+    return Schedule.SEESAW if chosen == "seesaw" and possible else Schedule.RING
 
 
 def resident_ctas(layout: str = "bf16", d_qk: int = 576,

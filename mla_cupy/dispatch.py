@@ -20,7 +20,7 @@ from .arrays import is_torch, to_cupy
 from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
-from .compiler import arch_number, device_arch, get_kernel, runs_hopper
+from .compiler import arch_number, choose_hopper_schedule, device_arch, get_kernel, runs_hopper
 from .render import COMBINE_THREADS, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
@@ -220,8 +220,10 @@ def _build_plan(
     axes = dict(layout=layout, mask=mask, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
                 fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
     key = DecodeKey(tile_rows=64, **axes)
-    if runs_hopper(key, device_id, backend, row_tiling(q_max_seq_len, num_heads, per_token=per_token).group_rows):
+    group_rows = row_tiling(q_max_seq_len, num_heads, per_token=per_token).group_rows
+    if runs_hopper(key, device_id, backend, group_rows):
         key = dataclasses.replace(key, backend=Backend.HOPPER)
+        key = dataclasses.replace(key, schedule=choose_hopper_schedule(key, kv_collection.page_size, group_rows))
     elif resolve_backend(backend) == "hopper":
         raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")
@@ -436,7 +438,7 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
            type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
            backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH),
-           environment.get(environment.HOPPER_LOADS), handle,
+           environment.get(environment.HOPPER_LOADS), environment.get(environment.HOPPER_SCHEDULE), handle,
            type(batch_invariant), batch_invariant, sa.batch_invariant, sa.split_len)
     return key, ptrs, handle   # unhashable (a list where a scalar belongs): the lookup says so
 

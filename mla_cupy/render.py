@@ -22,7 +22,8 @@ import pathlib
 import jinja2
 
 from . import abi, environment, records
-from .variants import QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity
+from .variants import (QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout, Mask, QuantizeKey,
+                       Schedule, Sparsity)
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
 HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
@@ -64,7 +65,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         # Q (64 rows) + NUM_STAGES K/V tiles in the swizzled layout, 1 KiB to
         # align the base, and what each schedule exchanges.
         block_n, stages = hopper_tile(key)
-        if hopper_schedule(key) in SEESAW_SCHEDULES:
+        if key.schedule is Schedule.SEESAW:
             # Q and two 64-key buffers; P(b) in its own slot, P(a)' in a's rope
             # chunk (D_QK 576) or a slot of its own (512); two row-max vectors;
             # an mbarrier per buffer column chunk (mla_decode_seesaw.cu.j2).
@@ -94,25 +95,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
-HOPPER_TILES = {"32x4": (32, 4), "seesaw": (64, 2), "seesaw32": (32, 4)}
-SEESAW_TEMPLATE = "hopper/mla_decode_seesaw.cu.j2"
-HOPPER_TEMPLATES = {"32x4": HOPPER_DECODE_TEMPLATE, "seesaw": SEESAW_TEMPLATE, "seesaw32": SEESAW_TEMPLATE}
-SEESAW_SCHEDULES = frozenset(s for s, t in HOPPER_TEMPLATES.items() if t == SEESAW_TEMPLATE)
-
-
-def hopper_schedule(key: DecodeKey | None = None) -> str:
-    """The wgmma kernel's schedule (MLA_CUPY_HOPPER_TILE): "32x4", one warpgroup
-    computing every S and softmax over a ring of four 32-key tiles, or
-    "seesaw", the two warpgroups alternating 64-key tiles loaded by TMA
-    (kernels/hopper/mla_decode_seesaw.cu.j2).  The seesaw covers dense 16-bit
-    caches only: for ``key``'s other variants the answer is "32x4"."""
-    choice = environment.get(environment.HOPPER_TILE) or "32x4"
-    if choice not in HOPPER_TILES:
-        raise ValueError(f"MLA_CUPY_HOPPER_TILE: expected one of {sorted(HOPPER_TILES)}, got {choice!r}")
-    if (choice in SEESAW_SCHEDULES and key is not None
-            and (key.sparsity is Sparsity.SPARSE or records.is_byte_record(key.layout))):
-        return "32x4"
-    return choice
+# (keys per tile, tile buffers) and template of each schedule (variants.Schedule)
+HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2)}
+HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2"}
 
 
 HOPPER_LOADS = ("cp_async", "tma")
@@ -132,27 +117,26 @@ def hopper_loads() -> str:
 
 def uses_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
-    kv_box_rows > 0): the seesaw kernel (it loads by TMA only), and the 32x4
-    wgmma kernel on dense 16-bit caches when TMA loads are chosen
+    kv_box_rows > 0): the seesaw kernel (it loads by TMA only), and the ring
+    kernel on dense 16-bit caches when TMA loads are chosen
     (:func:`hopper_loads`).  Every other kernel ignores the map."""
     if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout)):
         return False
-    return hopper_schedule(key) in SEESAW_SCHEDULES or hopper_loads() == "tma"
+    return key.schedule is Schedule.SEESAW or hopper_loads() == "tma"
 
 
 def needs_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's kernel cannot run without a map (the seesaw)."""
-    return uses_kv_map(key) and hopper_schedule(key) in SEESAW_SCHEDULES
+    return key.schedule is Schedule.SEESAW
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:
-    """(keys per tile, tile buffers) of the wgmma kernel: 32 keys x 4 buffers
-    keeps three tiles (108 KB) in flight per SM (the pipelined warpgroup 0
-    needs three buffers at least, so 64-key tiles no longer fit); the seesaw
-    takes 64-key tiles in two buffers.  MLA_CUPY_HOPPER_TILE names the
-    schedule (read at render time)."""
-    return HOPPER_TILES[hopper_schedule(key)]
+    """(keys per tile, tile buffers) of a wgmma kernel: the ring's 32 keys x 4
+    buffers keep three tiles (108 KB) in flight per SM (its pipelined
+    warpgroup 0 needs three buffers at least, so 64-key tiles do not fit);
+    the seesaw takes 64-key tiles in two buffers."""
+    return HOPPER_TILES[key.schedule]
 
 
 @functools.lru_cache(maxsize=1)
@@ -240,6 +224,6 @@ def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
             name=key.name, is_fp16=key.out_dtype == "fp16", d_v=records.D_V,
             num_threads=COMBINE_THREADS, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:
-        return env.get_template(HOPPER_TEMPLATES[hopper_schedule(key)]).render(
+        return env.get_template(HOPPER_TEMPLATES[key.schedule]).render(
             **decode_template_values(key), mma_type="f16" if key.layout is Layout.FP16 else "bf16")
     return env.get_template(DECODE_TEMPLATE).render(**decode_template_values(key))

@@ -120,7 +120,7 @@ class KvMapSource:
         self.rows = box_rows(page_size)
         self.required = required
         if required and self.rows == 0:
-            raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_TILE=seesaw) loads by TMA "
+            raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_SCHEDULE) loads by TMA "
                              f"and expects a multiple of {TILE_KEYS}, or 8 or 16, got {page_size}")
 
     def for_address(self, address: int) -> tuple[int, bytes]:

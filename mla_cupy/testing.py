@@ -910,8 +910,9 @@ class _FakeKernel:
 @dataclasses.dataclass
 class StubbedLaunch:
     """One launch the stub recorded: function, grid, block, shared memory,
-    stream, the parameter slots' values at launch time and whether it was a
-    programmatic dependent launch (cuLaunchKernelEx with PDL)."""
+    stream, the parameter slots' values at launch time, whether it was a
+    programmatic dependent launch (cuLaunchKernelEx with PDL) and the
+    kernel's variant name."""
 
     func_ptr: int
     grid: tuple
@@ -920,6 +921,7 @@ class StubbedLaunch:
     stream: int
     slots: tuple
     programmatic: bool = False
+    kernel_name: str = ""
 
 
 def fake_tensor_map_encode(out_address, data_type, rank, address, dims, strides, box, element_strides,
@@ -956,7 +958,7 @@ def stub_device(*, record: bool = True, hopper: bool = True):
 
     def recorded_launch(k, stream):
         launches.append(StubbedLaunch(k.func_ptr, k.grid, k.block, k.smem, stream, tuple(k.slots),
-                                      k.programmatic))
+                                      k.programmatic, getattr(k.raw_kernel, "name", "")))
 
     def stream_handle(stream, q, device_id, _real=plan.stream_handle):
         return 0 if stream is None else _real(stream, q, device_id)

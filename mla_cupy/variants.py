@@ -7,7 +7,8 @@ combine live here (``check``), so the dispatcher, the CLI and the tests agree.
 Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
-tile, default 64), ``_hopper`` (the wgmma family for sm_90a).  Combine names read ``mla_combine_{out dtype}``; the GPU
+tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` (its
+seesaw schedule).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -41,6 +42,16 @@ class Backend(str, enum.Enum):
 
 
 
+class Schedule(str, enum.Enum):
+    """How a Hopper kernel walks a split's keys.  ``ring``: warpgroup 0
+    computes every S and softmax over a ring of four 32-key tiles that
+    warpgroup 1 loads (every variant the family covers).  ``seesaw``: the two
+    warpgroups alternate 64-key tiles loaded by TMA, each computing the S and
+    softmax of its own (dense bf16/fp16 caches; kernels/hopper/)."""
+    RING = "ring"
+    SEESAW = "seesaw"
+
+
 TILE_ROWS = (64, 32, 16)   # rows (heads x tokens) per tile; first is the default
 
 
@@ -56,9 +67,11 @@ class DecodeKey:
     q_fp8: bool = False
     tile_rows: int = 64
     backend: Backend = Backend.PORTABLE
+    schedule: Schedule = Schedule.RING
 
     def __post_init__(self):
         object.__setattr__(self, "backend", Backend(self.backend))
+        object.__setattr__(self, "schedule", Schedule(self.schedule))
         object.__setattr__(self, "layout", Layout(self.layout))
         object.__setattr__(self, "mask", Mask(self.mask))
         object.__setattr__(self, "sparsity", Sparsity(self.sparsity))
@@ -77,6 +90,8 @@ class DecodeKey:
             n += f"_m{self.tile_rows}"
         if self.backend is Backend.HOPPER:
             n += "_hopper"
+        if self.schedule is Schedule.SEESAW:
+            n += "_seesaw"
         return n
 
     @property
@@ -189,6 +204,9 @@ def check(key: DecodeKey) -> None:
     if key.backend is Backend.HOPPER and not hopper_supports(key):
         raise ValueError(f"the hopper backend covers bf16/fp16 caches (dense or sparse) with 64-row tiles, "
                          f"got {key.layout.value} {key.sparsity.value} tile_rows={key.tile_rows}")
+    if key.schedule is Schedule.SEESAW and not seesaw_supports(key):
+        raise ValueError(f"the seesaw schedule is a hopper kernel of dense bf16/fp16 caches, got "
+                         f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
 
 
 BACKENDS = ("auto", "portable", "hopper")
@@ -211,9 +229,15 @@ def hopper_supports(key: DecodeKey) -> bool:
             and not key.q_fp8)
 
 
+def seesaw_supports(key: DecodeKey) -> bool:
+    """Which Hopper variants the seesaw schedule implements."""
+    return (key.backend is Backend.HOPPER and key.sparsity is Sparsity.DENSE
+            and key.layout in (Layout.BF16, Layout.FP16))
+
+
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?P<seesaw>_seesaw)?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -229,7 +253,8 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
         key = DecodeKey(layout=m["layout"], mask=m["mask"], sparsity=m["sparsity"],
                         fold=m["fold"] == "1", d_qk=int(m["d_qk"] or D_QK),
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
-                        backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE)
+                        backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE,
+                        schedule=Schedule.SEESAW if m["seesaw"] else Schedule.RING)
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key
@@ -247,10 +272,10 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
 def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
     """Every valid key in a stable order (decode, combine, quantise kernels, then the input check)."""
     keys: list = []
-    for backend, layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
-            Backend, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS):
+    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
+            Backend, Schedule, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS):
         try:
-            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend)
+            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend, schedule)
         except ValueError:
             continue
         keys.append(key)

@@ -76,43 +76,16 @@ def test_rendered_source_is_self_contained(key):
     assert render(key) == src             # deterministic: no timestamps or paths
 
 
-SEESAW_KEYS = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"
-               and k.sparsity.value == "dense" and k.layout.value in ("bf16", "fp16")]
+SEESAW_KEYS = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.schedule.value == "seesaw"]
 
 
-@pytest.mark.parametrize("tile", ["seesaw", "seesaw32"])
 @pytest.mark.parametrize("key", SEESAW_KEYS, ids=lambda k: k.name)
-def test_seesaw_compiles_without_spills_or_serialised_wgmma(monkeypatch, key, tile):
-    """The experimental seesaw schedules (MLA_CUPY_HOPPER_TILE) of every dense
-    16-bit variant: the same bar as the default kernel's."""
-    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", tile)
-    src = render(key)
-    assert 'dense MLA decode, "seesaw"' in src      # the seesaw template, not the default one
-    assert f"constexpr int BLOCK_N = {64 if tile == 'seesaw' else 32};" in src
-    res = compile_offline(key, arch="sm_90a")
-    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0, res.log
-    assert not any(f"C75{n}" in res.log for n in range(10, 30)), res.log
-    cfg = launch_config(key)
-    assert f"static_assert(SMEM_BYTES == {cfg.smem_bytes}," in render(key)
-    assert res.static_smem + cfg.smem_bytes <= SMEM["sm_90a"]["per_block"]
-
-
-@pytest.mark.parametrize("tile", ["seesaw", "seesaw32"])
-def test_the_seesaw_takes_dense_16bit_variants_only(monkeypatch, tile):
-    """Sparse and fp8_ds_mla variants keep the 32x4 kernel and its launch under
-    MLA_CUPY_HOPPER_TILE=seesaw*; dense bf16/fp16 ones get the seesaw."""
-    hopper = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"]
-    default = {k.name: (render(k), launch_config(k)) for k in hopper}
-    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", tile)
-    for k in hopper:
-        seesaw = k in SEESAW_KEYS
-        assert ('dense MLA decode, "seesaw"' in render(k)) == seesaw, k.name
-        unchanged = (render(k), launch_config(k)) == default[k.name]
-        assert unchanged != seesaw, k.name
-    assert SEESAW_KEYS and len(SEESAW_KEYS) < len(hopper)
-
-
-def test_an_unknown_hopper_schedule_is_an_error(monkeypatch):
-    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", "64x2")
-    with pytest.raises(ValueError, match="MLA_CUPY_HOPPER_TILE.*64x2"):
-        render(SEESAW_KEYS[0])
+def test_each_schedule_renders_its_own_kernel(key):
+    """A seesaw key renders the seesaw template with 64-key tiles; the ring key
+    of the same variant the ring template with 32-key tiles (the schedule is
+    part of the name, so the two never share a cache entry or a symbol)."""
+    ring = dataclasses.replace(key, schedule="ring")
+    src, ring_src = render(key), render(ring)
+    assert 'dense MLA decode, "seesaw"' in src and "constexpr int BLOCK_N = 64;" in src
+    assert 'dense MLA decode, "seesaw"' not in ring_src and "constexpr int BLOCK_N = 32;" in ring_src
+    assert launch_config(key).block_n == 64 and launch_config(ring).block_n == 32

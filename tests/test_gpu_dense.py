@@ -70,6 +70,23 @@ def test_tma_loads(compiled_kernels, rng, monkeypatch, page_size, mask, window):
         _check(case, num_partitions=p)
 
 
+@pytest.mark.parametrize("schedule", ["ring", "seesaw"])
+@pytest.mark.parametrize("page_size", [8, 16, 64, 128])
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
+def test_hopper_schedules(compiled_kernels, rng, monkeypatch, schedule, page_size, mask, window):
+    """Both Hopper schedules forced (MLA_CUPY_HOPPER_SCHEDULE; on other devices
+    the portable kernels run): the seesaw's pairs of 64-key tiles with odd tile
+    counts, edge tiles zeroed (unused slots hold NaN), a window's unaligned first
+    tile, 16 and 128 heads, s_q up to 3, every split count."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
+    for num_heads in (128, 16):
+        case = make_case(rng, seq_lens=[1, 3, 0, 2], cache_lens=[777, 2049, 64, 5],
+                         num_heads=num_heads, page_size=page_size, mask=mask, window=window,
+                         sink="random", num_layers=2, layer_idx=1)
+        for p in (1, 3):
+            _check(case, num_partitions=p)
+
+
 @pytest.mark.parametrize("sink_value,expect_zero", [(-np.inf, False), (np.inf, True)])
 def test_infinite_sinks(compiled_kernels, rng, sink_value, expect_zero):
     case = make_case(rng, seq_lens=[1, 2], cache_lens=[300, 70], num_heads=8,

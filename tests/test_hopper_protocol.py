@@ -172,7 +172,7 @@ def test_the_model_catches_the_deadlock_of_an_earlier_order():
     assert run(3, 4, (late_release, its_loader)) == "ok"   # fewer tiles than buffers hides it
 
 
-# ---- the seesaw schedule (kernels/hopper/mla_decode_seesaw.cu.j2, MLA_CUPY_HOPPER_TILE=seesaw*) ----
+# ---- the seesaw schedule (kernels/hopper/mla_decode_seesaw.cu.j2; variants.Schedule.SEESAW) ----
 # Besides the named barriers, a tile's two halves complete on mbarriers when
 # their TMA boxes land.  The warpgroup that computes a tile's S waits for both
 # halves; a half refilled by the other warpgroup is a hand-over, modelled as an

@@ -272,10 +272,10 @@ def test_variant_lists():
     assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
-    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the hopper one)
+    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the two hopper ones)
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * (3 + 1)
+    assert len(dense16) == 2 * 3 * 2 * (3 + 2)
     # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
@@ -283,9 +283,12 @@ def test_variant_lists():
     # fp8_ds_mla (576 only): 3 + 2 masks dense/sparse, folds for sparse
     ds_mla = [k for k in decode if k.layout is Layout.FP8_DS_MLA and k.tile_rows == 64
               and k.backend.value == "portable"]
-    assert {k.name for k in decode if k.backend.value == "hopper"} == {
+    assert {k.name for k in decode if k.backend.value == "hopper" and k.schedule.value == "ring"} == {
         k.name + "_hopper" for k in dense16 + sparse16 + ds_mla
         if k.tile_rows == 64 and k.backend.value == "portable"}
+    # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
+    assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
+        k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
     assert DecodeKey(Layout.FP8, Mask.CAUSAL, Sparsity.DENSE, False, 512, True, 32) in ALL
@@ -310,6 +313,10 @@ def test_variant_lists():
     dict(backend="hopper", layout="fp8", sparsity="sparse"),
     dict(backend="hopper", tile_rows=16),
     dict(backend="cuda"),
+    dict(schedule="seesaw"),                                             # the seesaw is a hopper kernel
+    dict(backend="hopper", schedule="seesaw", sparsity="sparse"),       # of dense 16-bit caches
+    dict(backend="hopper", schedule="seesaw", layout="fp8_ds_mla"),
+    dict(backend="hopper", schedule="spiral"),
 ], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
 def test_invalid_key_combinations_raise(kw):
     with pytest.raises(ValueError):
@@ -322,6 +329,9 @@ def test_invalid_key_combinations_raise(kw):
     "mla_decode_bf16_causal_dense_fold0_qfp8",            # qfp8 with bf16
     "mla_decode_fp8_ds_mla_causal_dense_fold0_qk512",     # no 512 for fp8_ds_mla
     "mla_decode_bf16_causal_dense_fold0_m48",             # tile rows
+    "mla_decode_bf16_causal_dense_fold0_seesaw",          # the seesaw is a hopper kernel
+    "mla_decode_bf16_causal_sparse_fold0_hopper_seesaw",  # of dense caches
+    "mla_decode_bf16_causal_dense_fold0_seesaw_hopper",   # suffix order
 ])
 def test_names_of_invalid_combinations_raise(name):
     with pytest.raises(ValueError):
@@ -426,3 +436,38 @@ def test_runs_hopper_sparse_needs_a_full_row_group(monkeypatch, backend, sparsit
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
     assert compiler.runs_hopper(DecodeKey(sparsity=sparsity), 0, backend, group_rows) is expected
 
+
+
+HOPPER_DENSE = dict(backend="hopper")
+
+
+@pytest.mark.parametrize("env,kw,page_size,group_rows,expected", [
+    (None, HOPPER_DENSE, 64, 128, "seesaw"),                    # h128: full 64-row tiles
+    (None, HOPPER_DENSE, 64, 64, "seesaw"),                     # h64, or h16 x 4 tokens
+    (None, HOPPER_DENSE, 64, 16, "ring"),                       # h16: bound by loads, the ring's 4 buffers
+    (None, HOPPER_DENSE, 1, 128, "ring"),                       # TMA cannot load 1-row pages
+    (None, HOPPER_DENSE, 24, 128, "ring"),
+    (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),
+    (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 128, "ring"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "ring"),
+    ("ring", HOPPER_DENSE, 64, 128, "ring"),
+    ("seesaw", HOPPER_DENSE, 64, 16, "seesaw"),                 # forced
+    ("seesaw", HOPPER_DENSE, 1, 16, "seesaw"),                  # forced: the launch reports the page size
+    ("seesaw", dict(HOPPER_DENSE, sparsity="sparse"), 64, 128, "ring"),   # not a seesaw variant
+    ("auto", HOPPER_DENSE, 64, 128, "seesaw"),
+])
+def test_choose_hopper_schedule(monkeypatch, env, kw, page_size, group_rows, expected):
+    from mla_cupy import compiler
+    if env is None:
+        monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    else:
+        monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", env)
+    got = compiler.choose_hopper_schedule(DecodeKey(**kw), page_size, group_rows)
+    assert got.value == expected
+
+
+def test_an_unknown_hopper_schedule_is_an_error(monkeypatch):
+    from mla_cupy import compiler
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "64x2")
+    with pytest.raises(ValueError, match="MLA_CUPY_HOPPER_SCHEDULE.*64x2"):
+        compiler.choose_hopper_schedule(DecodeKey(**HOPPER_DENSE), 64, 128)

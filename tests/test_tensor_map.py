@@ -44,13 +44,13 @@ def test_kv_map_arguments():
         kv_map_arguments(4104, "bf16", 7, 1, 64, 576)
 
 
-def _call(launches, page_size, blocks=None, **kw):
+def _call(launches, page_size, blocks=None, num_heads=H, **kw):
     blocks = blocks if blocks is not None else F((5, 2, page_size, 576), "bfloat16")
     kv = PagedKVCollection(blocks, F((B, 4), np.int32), F((B,), np.int32), page_size,
                            max_cache_length=200)
     generic_flare_mla_decode_kv_cache_ragged(
-        q=F((T, H, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
-        layer_idx=1, scale=0.1, output=F((T, H, 512), "bfloat16"),
+        q=F((T, num_heads, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
+        layer_idx=1, scale=0.1, output=F((T, num_heads, 512), "bfloat16"),
         scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 1, 2), **kw)
     decode = launches[-2]
     rows = decode.slots[abi.DECODE.slot("kv_box_rows")]
@@ -94,28 +94,41 @@ def test_no_map_for_cp_async_loads(monkeypatch):
         assert rows == 0 and not any(words)
 
 
-@pytest.mark.parametrize("tile", ["seesaw", "seesaw32"])
+@pytest.mark.parametrize("schedule", ["seesaw", "auto"])
 @pytest.mark.parametrize("page_size, want_rows", [(16, 16), (64, 32), (128, 32)])
-def test_the_seesaw_always_gets_a_map(monkeypatch, tile, page_size, want_rows):
-    """The seesaw loads by TMA only, whatever MLA_CUPY_HOPPER_LOADS says."""
-    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", tile)
+def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_rows):
+    """The seesaw loads by TMA only, whatever MLA_CUPY_HOPPER_LOADS says; "auto"
+    takes it for 64 rows (here 64 heads x 1 token)."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
-        blocks, rows, words = _call(launches, page_size)
+        blocks, rows, words = _call(launches, page_size, num_heads=64)
+        assert launches[-2].kernel_name.endswith("_hopper_seesaw")
         assert rows == want_rows and words[0] == blocks.address
+
+
+@pytest.mark.parametrize("num_heads, page_size", [(16, 64), (64, 1), (64, 48)])
+def test_auto_keeps_the_ring_where_the_seesaw_does_not_pay_or_cannot_load(monkeypatch, num_heads,
+                                                                           page_size):
+    """16 rows: the ring (bound by loads); pages TMA cannot load: the ring with cp.async."""
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
+    with stub_device() as launches:
+        _, rows, words = _call(launches, page_size, num_heads=num_heads)
+        assert launches[-2].kernel_name.endswith("_hopper") and rows == 0 and not any(words)
 
 
 @pytest.mark.parametrize("page_size", [1, 3, 48])
 def test_the_seesaw_refuses_pages_tma_cannot_load(monkeypatch, page_size):
     """An error naming the page size, before anything is launched."""
-    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", "seesaw")
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "seesaw")
     with stub_device() as launches, pytest.raises(ValueError, match=f"page_size.*got {page_size}"):
         _call(launches, page_size)
     assert not launches
 
 
 def test_the_seesaw_refuses_an_unaligned_cache(monkeypatch):
-    monkeypatch.setenv("MLA_CUPY_HOPPER_TILE", "seesaw")
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "seesaw")
     blocks = F((5, 2, 64, 576), "bfloat16")
     address = blocks.address + 8 if blocks.address % 16 == 0 else blocks.address
     blocks.__cuda_array_interface__ = dict(blocks.__cuda_array_interface__, data=(address, False))

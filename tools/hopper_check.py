@@ -1,7 +1,11 @@
 """Check the Hopper (wgmma) decode family against the reference: the first
 thing to run after a change to kernels/hopper/.
 
-Usage (GPU machine, from the checkout):  PYTHONPATH=. python3 tools/hopper_check.py [--quick]
+Usage (GPU machine, from the checkout):
+    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw]
+
+Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; both
+by default) runs the whole list.
 
 Random dense cases (ragged lengths, every mask, page sizes 1..128, D_qk 576/512,
 bf16/fp16, H 1..128, sinks, num_partitions 1 and 2..8) and sparse ones (-1 and
@@ -26,15 +30,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from mla_cupy import environment  # noqa: E402
 
 
-def correctness(quick: bool) -> int:
+def correctness(quick: bool, schedule: str) -> int:
     from mla_cupy import testing
     seed = int(environment.get(environment.SEED) or np.random.SeedSequence().entropy % 2**32)
     rng = np.random.default_rng(seed)
-    print(f"seed {seed}")
+    print(f"schedule {schedule} seed {seed}")
+    os.environ[environment.HOPPER_SCHEDULE] = schedule
     cases = []
     # The seesaw loads by TMA only: page sizes that fit boxes (tensor_map.box_rows).
-    from mla_cupy import render
-    pages = (8, 16, 32, 64, 128) if render.hopper_schedule() in render.SEESAW_SCHEDULES else (1, 3, 16, 64, 128)
+    pages = (8, 16, 32, 64, 128) if schedule == "seesaw" else (1, 3, 16, 64, 128)
     for page in pages:
         for mask in ("causal", "null", "sliding_window_causal"):
             cases.append(dict(page_size=page, mask=mask))
@@ -68,7 +72,8 @@ def correctness(quick: bool) -> int:
                     dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random"),
                     dict(layout="fp8_ds_mla", num_heads=128), dict(layout="fp8_ds_mla", fold=True),
                     dict(layout="fp8_ds_mla", num_heads=64, extra_stride=40, logical=True)]
-    for i, kw in enumerate(sparse_cases[: 5 if quick else None]):
+    # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way)
+    for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
         kw = dict(kw)
         n = int(rng.integers(1, 5))
         seq_lens = kw.pop("seq_lens", list(rng.integers(1, 4, size=n)))
@@ -91,9 +96,11 @@ def main() -> int:
     os.environ[environment.BACKEND] = "hopper"   # an error wherever the family would not run
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--schedule", choices=("ring", "seesaw"), action="append",
+                    help="a schedule to check (repeatable; default both)")
     a = ap.parse_args()
     t0 = time.time()
-    fails = correctness(a.quick)
+    fails = sum(correctness(a.quick, s) for s in a.schedule or ("ring", "seesaw"))
     print(f"correctness: {fails} failures ({time.time() - t0:.0f} s)", flush=True)
     return 1 if fails else 0
 
