@@ -272,7 +272,9 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
     (``auto``, the default; ``ring``; ``seesaw``), where ``auto`` takes the
     seesaw for dense bf16/fp16 caches whose pages TMA can load
-    (tensor_map.box_rows) and row groups of SEESAW_MIN_ROWS or more.  A forced
+    (tensor_map.box_rows) and row groups of SEESAW_MIN_ROWS or more (with
+    batch_invariant the dispatcher passes one token's heads, which no batch
+    changes: the two schedules round differently).  A forced
     ``seesaw`` applies to the variants it implements; on a page size TMA
     cannot load the launch reports it (tensor_map.KvMapSource)."""
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"

@@ -223,7 +223,9 @@ def _build_plan(
     group_rows = row_tiling(q_max_seq_len, num_heads, per_token=per_token).group_rows
     if runs_hopper(key, device_id, backend, group_rows):
         key = dataclasses.replace(key, backend=Backend.HOPPER)
-        key = dataclasses.replace(key, schedule=choose_hopper_schedule(key, kv_collection.page_size, group_rows))
+        # batch_invariant: a sequence's kernel may not depend on the batch's q_max_seq_len
+        key = dataclasses.replace(key, schedule=choose_hopper_schedule(
+            key, kv_collection.page_size, num_heads if batch_invariant else group_rows))
     elif resolve_backend(backend) == "hopper":
         raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")

@@ -181,3 +181,21 @@ def test_encode_through_the_driver_binding(monkeypatch):
     assert tensor_map.encode_kv_map(4096, "bf16", 7, 3, 64, 576) == opaque   # memoised: no call
     with pytest.raises(RuntimeError, match="cuTensorMapEncodeTiled failed with CUresult 1"):
         tensor_map.encode_kv_map(8192, "bf16", 7, 3, 64, 576)
+
+
+@pytest.mark.parametrize("batch_invariant, want", [(False, "_hopper_seesaw"), (True, "_hopper")])
+def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invariant, want):
+    """32 heads x 2 tokens fill a 64-row tile, so "auto" takes the seesaw; with
+    batch_invariant only one token's 32 heads count (a sequence alone, with
+    one token, must get the same kernel)."""
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    with stub_device() as launches:
+        blocks = F((5, 2, 64, 576), "bfloat16")
+        kv = PagedKVCollection(blocks, F((B, 4), np.int32), F((B,), np.int32), 64, max_cache_length=200)
+        generic_flare_mla_decode_kv_cache_ragged(
+            q=F((T, 32, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
+            layer_idx=1, scale=0.1, output=F((T, 32, 512), "bfloat16"),
+            scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 2, 2, batch_invariant=batch_invariant,
+                                       split_len=1024 if batch_invariant else 0),
+            batch_invariant=batch_invariant)
+        assert launches[-2].kernel_name.endswith(want)   # "_hopper_seesaw" does not end with "_hopper"
