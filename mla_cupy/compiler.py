@@ -259,12 +259,14 @@ def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | 
     return device_arch(device_id) == "sm_90a"
 
 
-# The seesaw runs by default when a CTA's row group (all tokens' heads of a
-# sequence) fills its 64-row tile: its two warpgroups then both do useful
-# MMAs.  With fewer rows the kernels are bound by loads, and the ring's four
-# buffers keep more of them in flight (H200, bf16 page 64, b128 s8192:
-# h128 548 us seesaw vs 636 ring; h16 342 vs 334; b8 h16 48.7 vs 44.8).
-SEESAW_MIN_ROWS = 64
+# The seesaw runs by default when a sequence's row group (all its tokens'
+# heads) spans more than one 64-row tile: its CTAs then share each cache row
+# through L2 and the kernel is bound by the MMAs, where the seesaw keeps the
+# tensor cores busier.  With one tile or less it is bound by loads, and the
+# ring's four buffers keep more of them in flight (H200, bf16 page 64, b128
+# s8192: h128 548 us seesaw vs 636 ring; h64 362 vs 350; h32 360 vs 340;
+# h16 342 vs 334).
+SEESAW_MIN_ROWS = 65
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 

@@ -55,6 +55,24 @@ def test_independent_of_num_partitions_and_deterministic(compiled_kernels, rng, 
             f"{case.describe()} P={p}: a rerun differs"
 
 
+def test_combine_of_more_partitions_than_it_caches(compiled_kernels, rng, monkeypatch):
+    """The combine keeps up to 1024 partials' lse in shared memory and reads
+    the rest again; 1100 splits of 5000 keys also leave most splits empty
+    (lse -inf, O never written: the NaN-filled workspace must stay unread)."""
+    import cupy
+    from mla_cupy import dispatch
+
+    def nan_workspace(rows):
+        return cupy.full(rows * 512, np.nan, np.float32), cupy.full(rows, np.nan, np.float32)
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setattr(dispatch, "_workspaces", {})
+    monkeypatch.setattr(dispatch, "_eager_plans", {})
+    case = make_case(rng, seq_lens=[1, 2], cache_lens=[5000, 4097], num_heads=16, page_size=64,
+                     sink="random")
+    for p in (7, 9, 1100):
+        _check(case, num_partitions=p)
+
+
 @pytest.mark.parametrize("page_size", [8, 16, 64, 128])
 @pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
 def test_tma_loads(compiled_kernels, rng, monkeypatch, page_size, mask, window):

@@ -443,7 +443,8 @@ HOPPER_DENSE = dict(backend="hopper")
 
 @pytest.mark.parametrize("env,kw,page_size,group_rows,expected", [
     (None, HOPPER_DENSE, 64, 128, "seesaw"),                    # h128: full 64-row tiles
-    (None, HOPPER_DENSE, 64, 64, "seesaw"),                     # h64, or h16 x 4 tokens
+    (None, HOPPER_DENSE, 64, 65, "seesaw"),                     # more than one 64-row tile
+    (None, HOPPER_DENSE, 64, 64, "ring"),                       # h64: one tile, bound by loads
     (None, HOPPER_DENSE, 64, 16, "ring"),                       # h16: bound by loads, the ring's 4 buffers
     (None, HOPPER_DENSE, 1, 128, "ring"),                       # TMA cannot load 1-row pages
     (None, HOPPER_DENSE, 24, 128, "ring"),

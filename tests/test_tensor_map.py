@@ -98,19 +98,19 @@ def test_no_map_for_cp_async_loads(monkeypatch):
 @pytest.mark.parametrize("page_size, want_rows", [(16, 16), (64, 32), (128, 32)])
 def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_rows):
     """The seesaw loads by TMA only, whatever MLA_CUPY_HOPPER_LOADS says; "auto"
-    takes it for 64 rows (here 64 heads x 1 token)."""
+    takes it for more than 64 rows (here 128 heads x 1 token)."""
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
-        blocks, rows, words = _call(launches, page_size, num_heads=64)
+        blocks, rows, words = _call(launches, page_size, num_heads=128)
         assert launches[-2].kernel_name.endswith("_hopper_seesaw")
         assert rows == want_rows and words[0] == blocks.address
 
 
-@pytest.mark.parametrize("num_heads, page_size", [(16, 64), (64, 1), (64, 48)])
+@pytest.mark.parametrize("num_heads, page_size", [(16, 64), (64, 64), (128, 1), (128, 48)])
 def test_auto_keeps_the_ring_where_the_seesaw_does_not_pay_or_cannot_load(monkeypatch, num_heads,
                                                                            page_size):
-    """16 rows: the ring (bound by loads); pages TMA cannot load: the ring with cp.async."""
+    """16 or 64 rows: the ring (bound by loads); pages TMA cannot load: the ring with cp.async."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
@@ -185,16 +185,16 @@ def test_encode_through_the_driver_binding(monkeypatch):
 
 @pytest.mark.parametrize("batch_invariant, want", [(False, "_hopper_seesaw"), (True, "_hopper")])
 def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invariant, want):
-    """32 heads x 2 tokens fill a 64-row tile, so "auto" takes the seesaw; with
-    batch_invariant only one token's 32 heads count (a sequence alone, with
-    one token, must get the same kernel)."""
+    """64 heads x 2 tokens span two 64-row tiles, so "auto" takes the seesaw;
+    with batch_invariant only one token's 64 heads count (a sequence alone,
+    with one token, must get the same kernel)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     with stub_device() as launches:
         blocks = F((5, 2, 64, 576), "bfloat16")
         kv = PagedKVCollection(blocks, F((B, 4), np.int32), F((B,), np.int32), 64, max_cache_length=200)
         generic_flare_mla_decode_kv_cache_ragged(
-            q=F((T, 32, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
-            layer_idx=1, scale=0.1, output=F((T, 32, 512), "bfloat16"),
+            q=F((T, 64, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
+            layer_idx=1, scale=0.1, output=F((T, 64, 512), "bfloat16"),
             scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 2, 2, batch_invariant=batch_invariant,
                                        split_len=1024 if batch_invariant else 0),
             batch_invariant=batch_invariant)
