@@ -227,7 +227,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-seqs", type=int, default=4, help="sequences checked against the reference")
     p.add_argument("--json", metavar="FILE", help="write every number, date, GPU, commit, command")
     p.add_argument("--plot", metavar="FILE.png", help="roofline chart (needs matplotlib)")
-    p.add_argument("--commit", help="commit to record (default: git rev-parse --short HEAD)")
+    p.add_argument("--commit", help="commit to record (default: git describe --always --dirty)")
 
 
 def resolve_cases(args) -> list[BenchCase]:
@@ -462,9 +462,11 @@ def _one_line(e: Exception) -> str:
 
 
 def _git_commit() -> str:
+    """The checkout's commit, ``-dirty`` when tracked files differ from it (a
+    copied tree whose git metadata is older than its files reads as dirty)."""
     try:
-        r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                           timeout=10)
+        r = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True,
+                           text=True, timeout=10)
         return r.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"

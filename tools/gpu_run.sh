@@ -6,7 +6,8 @@
 #   gpu.txt  tests.log (every test file's tail, then the full logs)  sanitize.log
 #   check.log  host.log  [bench.log bench.json roofline.png]
 # Usage (on the GPU machine, from the checkout; .whl carried for the peers):
-#   COMMIT=$(git rev-parse --short HEAD) [BENCH=1] [SANITIZE=0] bash tools/gpu_run.sh [pytest args...]
+#   COMMIT=<this checkout's commit, from the machine you work on: the device copy's git
+#   metadata can be older than its files> [BENCH=1] [SANITIZE=0] bash tools/gpu_run.sh [pytest args...]
 set -u -o pipefail
 OUT=${OUT:-/tmp/mla_out}
 mkdir -p "$OUT"
