@@ -282,7 +282,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
-    possible = seesaw_supports(dataclasses.replace(key, schedule=Schedule.RING))
+    possible = seesaw_supports(key)
     if chosen == "auto":
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)
