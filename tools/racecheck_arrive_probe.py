@@ -54,28 +54,8 @@ KINDS = {
     "no_barrier": ("", ""),
 }
 
-PING_PONG = r"""
-extern "C" __global__ void ping_pong(int* out) {
-    __shared__ int buf[32];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int acc = 0;
-    for (int j = 0; j < 8; ++j) {
-        if (warp == 0) {
-            if (j > 0) asm volatile("bar.sync %0, 64;" :: "r"(2) : "memory");
-            buf[lane] = lane + j;
-            asm volatile("bar.arrive %0, 64;" :: "r"(1) : "memory");
-        } else {
-            asm volatile("bar.sync %0, 64;" :: "r"(1) : "memory");
-            acc += buf[lane];
-            asm volatile("bar.arrive %0, 64;" :: "r"(2) : "memory");
-        }
-    }
-    if (warp == 1) out[lane] = acc;
-}
-"""
 KINDS["arrive_sync_reg"] = ('asm volatile("bar.arrive %0, 64;" :: "r"(1) : "memory");',
                             'asm volatile("bar.sync %0, 64;" :: "r"(1) : "memory");')
-
 
 
 def run_pair(name):
@@ -86,50 +66,54 @@ def run_pair(name):
     cupy.cuda.runtime.deviceSynchronize()
     print(f"{name}: out ok = {bool((out.get() == cupy.arange(1, 33).get()).all())}", flush=True)
 
-WARPGROUPS = r"""
-extern "C" __global__ void NAME(float* out) {
-    __shared__ float2 row[128];
-    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
-    float acc = 0.f;
+
+# The kernels' per-tile protocol over 8 rounds, one side of `group` threads
+# writing and the other reading: writer bar.sync FREE (from round 1), st.shared,
+# bar.arrive READY; reader bar.sync READY, ld.shared, bar.arrive FREE.  Either
+# way out[t] = sum over rounds of (j + t) = 28 + 8 t.
+ROUNDS = r"""
+extern "C" __global__ void %(name)s(%(out_type)s* out) {
+    __shared__ %(buf_type)s buf[%(group)d];
+    const int side = threadIdx.x / %(group)d, t = threadIdx.x %% %(group)d;
+    %(out_type)s acc = 0;
     for (int j = 0; j < 8; ++j) {
-        if (wg == 0) {
-            if (j > 0) asm volatile("bar.sync %0, 256;" :: "r"(3) : "memory");
-            if (SPIN && (j & 1)) { const long long t0 = clock64(); while (clock64() - t0 < 40000) {} }
-            row[t] = make_float2(j, t);
-            asm volatile("bar.arrive %0, 256;" :: "r"(2) : "memory");
+        if (side == 0) {
+            if (j > 0) asm volatile("bar.sync %%0, %(count)d;" :: "r"(%(free)d) : "memory");
+            %(spin)s
+            buf[t] = %(value)s;
+            asm volatile("bar.arrive %%0, %(count)d;" :: "r"(%(ready)d) : "memory");
         } else {
-            asm volatile("bar.sync %0, 256;" :: "r"(2) : "memory");
-            const float2 v = row[t];
-            asm volatile("bar.arrive %0, 256;" :: "r"(3) : "memory");
-            acc += v.x + v.y;
+            asm volatile("bar.sync %%0, %(count)d;" :: "r"(%(ready)d) : "memory");
+            const %(buf_type)s v = buf[t];
+            asm volatile("bar.arrive %%0, %(count)d;" :: "r"(%(free)d) : "memory");
+            acc += %(use)s;
         }
     }
-    if (wg == 1) out[t] = acc;
+    if (side == 1) out[t] = acc;
 }
 """
+# ping_pong: two warps, ints, barriers 1/2; warpgroups*: two warpgroups, a float2
+# per thread, barriers 2/3, and (warpgroups) a ~20 us spin of the writer on odd rounds.
+_SPIN = "if (j & 1) { const long long t0 = clock64(); while (clock64() - t0 < 40000) {} }"
+ROUND_KINDS = {
+    "ping_pong": dict(group=32, out_type="int", buf_type="int", value="t + j", use="v", ready=1, free=2,
+                      spin=""),
+    "warpgroups": dict(group=128, out_type="float", buf_type="float2", value="make_float2(j, t)",
+                       use="v.x + v.y", ready=2, free=3, spin=_SPIN),
+}
+ROUND_KINDS["warpgroups_nospin"] = dict(ROUND_KINDS["warpgroups"], spin="")
 
 
-def run_warpgroups(name):
-    spin = "1" if name == "warpgroups" else "0"
-    source = "#define SPIN " + spin + "\n" + WARPGROUPS.replace("NAME", name)
-    kernel = cupy.RawKernel(source, name)
-    out = cupy.zeros(128, dtype=cupy.float32)
-    kernel((1,), (256,), (out,))
+def run_rounds(name):
+    k = ROUND_KINDS[name]
+    kernel = cupy.RawKernel(ROUNDS % dict(k, name=name, count=2 * k["group"]), name)
+    out = cupy.zeros(k["group"], dtype=cupy.int32 if k["out_type"] == "int" else cupy.float32)
+    kernel((1,), (2 * k["group"],), (out,))
     cupy.cuda.runtime.deviceSynchronize()
-    print(f"{name}: out ok = {out.get().tolist() == [28.0 + 8 * t for t in range(128)]}", flush=True)
+    print(f"{name}: out ok = {out.get().tolist() == [28 + 8 * t for t in range(k['group'])]}", flush=True)
 
 
-def run_ping_pong(name):
-    kernel = cupy.RawKernel(PING_PONG, "ping_pong")
-    out = cupy.zeros(32, dtype=cupy.int32)
-    kernel((1,), (64,), (out,))
-    cupy.cuda.runtime.deviceSynchronize()
-    want = [8 * lane + 28 for lane in range(32)]
-    print(f"ping_pong: out ok = {out.get().tolist() == want}", flush=True)
-
-
-RUNS = {**{name: run_pair for name in KINDS}, "ping_pong": run_ping_pong,
-        "warpgroups": run_warpgroups, "warpgroups_nospin": run_warpgroups}
+RUNS = {**{name: run_pair for name in KINDS}, **{name: run_rounds for name in ROUND_KINDS}}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(RUNS)
