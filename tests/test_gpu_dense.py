@@ -73,30 +73,24 @@ def test_combine_of_more_partitions_than_it_caches(compiled_kernels, rng, monkey
         _check(case, num_partitions=p)
 
 
-@pytest.mark.parametrize("page_size", [8, 16, 64, 128])
-@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
-def test_tma_loads(compiled_kernels, rng, monkeypatch, page_size, mask, window):
-    """The wgmma kernel's TMA loader (MLA_CUPY_HOPPER_LOADS=tma; elsewhere the
-    variable changes nothing): tiles of whole boxes per page, rows outside the
-    split zeroed (unused slots hold NaN), a window's unaligned first tile, every
-    split count."""
-    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "tma")
-    case = make_case(rng, seq_lens=[1, 3, 0, 2], cache_lens=[777, 2049, 64, 5], num_heads=16,
-                     page_size=page_size, mask=mask, window=window, sink="random", num_layers=2,
-                     layer_idx=1)
-    for p in (1, 3):
-        _check(case, num_partitions=p)
+# How the Hopper family walks and loads a dense cache (on other devices the
+# portable kernels run): the ring with cp.async (its default) or TMA, the seesaw
+# (TMA only).
+HOPPER_MODES = {"ring": dict(MLA_CUPY_HOPPER_SCHEDULE="ring", MLA_CUPY_HOPPER_LOADS="cp_async"),
+                "ring_tma": dict(MLA_CUPY_HOPPER_SCHEDULE="ring", MLA_CUPY_HOPPER_LOADS="tma"),
+                "seesaw": dict(MLA_CUPY_HOPPER_SCHEDULE="seesaw")}
 
 
-@pytest.mark.parametrize("schedule", ["ring", "seesaw"])
+@pytest.mark.parametrize("mode", list(HOPPER_MODES))
 @pytest.mark.parametrize("page_size", [8, 16, 64, 128])
 @pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
-def test_hopper_schedules(compiled_kernels, rng, monkeypatch, schedule, page_size, mask, window):
-    """Both Hopper schedules forced (MLA_CUPY_HOPPER_SCHEDULE; on other devices
-    the portable kernels run): the seesaw's pairs of 64-key tiles with odd tile
-    counts, edge tiles zeroed (unused slots hold NaN), a window's unaligned first
-    tile, 16 and 128 heads, s_q up to 3, every split count."""
-    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
+def test_hopper_schedules_and_loads(compiled_kernels, rng, monkeypatch, mode, page_size, mask, window):
+    """Each Hopper mode forced: TMA tiles of whole boxes per page, rows outside
+    the split zeroed (unused slots hold NaN), a window's unaligned first tile,
+    the seesaw's pairs of 64-key tiles with odd tile counts, 16 and 128 heads,
+    s_q up to 3, every split count."""
+    for name, value in HOPPER_MODES[mode].items():
+        monkeypatch.setenv(name, value)
     for num_heads in (128, 16):
         case = make_case(rng, seq_lens=[1, 3, 0, 2], cache_lens=[777, 2049, 64, 5],
                          num_heads=num_heads, page_size=page_size, mask=mask, window=window,

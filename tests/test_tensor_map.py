@@ -44,14 +44,14 @@ def test_kv_map_arguments():
         kv_map_arguments(4104, "bf16", 7, 1, 64, 576)
 
 
-def _call(launches, page_size, blocks=None, num_heads=H, **kw):
+def _call(launches, page_size, blocks=None, num_heads=H, scalar_args=None, **kw):
     blocks = blocks if blocks is not None else F((5, 2, page_size, 576), "bfloat16")
     kv = PagedKVCollection(blocks, F((B, 4), np.int32), F((B,), np.int32), page_size,
                            max_cache_length=200)
     generic_flare_mla_decode_kv_cache_ragged(
         q=F((T, num_heads, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
         layer_idx=1, scale=0.1, output=F((T, num_heads, 512), "bfloat16"),
-        scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 1, 2), **kw)
+        scalar_args_buf=scalar_args or ScalarArgs(F((3,), np.int64), B, 1, 2), **kw)
     decode = launches[-2]
     rows = decode.slots[abi.DECODE.slot("kv_box_rows")]
     at = abi.DECODE.slot("kv_map")
@@ -189,13 +189,8 @@ def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invar
     with batch_invariant only one token's 64 heads count (a sequence alone,
     with one token, must get the same kernel)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    sa = ScalarArgs(F((3,), np.int64), B, 2, 2, batch_invariant=batch_invariant,
+                    split_len=1024 if batch_invariant else 0)
     with stub_device() as launches:
-        blocks = F((5, 2, 64, 576), "bfloat16")
-        kv = PagedKVCollection(blocks, F((B, 4), np.int32), F((B,), np.int32), 64, max_cache_length=200)
-        generic_flare_mla_decode_kv_cache_ragged(
-            q=F((T, 64, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
-            layer_idx=1, scale=0.1, output=F((T, 64, 512), "bfloat16"),
-            scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 2, 2, batch_invariant=batch_invariant,
-                                       split_len=1024 if batch_invariant else 0),
-            batch_invariant=batch_invariant)
+        _call(launches, 64, num_heads=64, scalar_args=sa, batch_invariant=batch_invariant)
         assert launches[-2].kernel_name.endswith(want)   # "_hopper_seesaw" does not end with "_hopper"
