@@ -21,7 +21,7 @@ from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, Ker
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, choose_hopper_schedule, device_arch, get_kernel, runs_hopper
-from .render import COMBINE_THREADS, launch_config, needs_kv_map, uses_kv_map
+from .render import combine_threads, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
 from .schedule import row_tiling
@@ -258,7 +258,7 @@ def _build_plan(
         combine_launch = None
         if combine is not None:
             combine_launch = KernelLaunch(
-                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (COMBINE_THREADS,),
+                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (combine_threads(num_partitions),),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=num_partitions), mode,
                 programmatic=arch_number(compiler.device_arch(device_id)) >= 90)

@@ -419,7 +419,7 @@ class ContextParallel:
         import cupy
 
         from .compiler import get_kernel
-        from .render import COMBINE_THREADS
+        from .render import combine_threads
         from .variants import CombineKey
 
         return_lse = V.check_flag("return_lse", return_lse)
@@ -457,7 +457,7 @@ class ContextParallel:
                 np.int32(out_dt == "float16")))
             if rows > 0:
                 combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id)
-                combine((num_heads, num_tokens), (COMBINE_THREADS,), abi.COMBINE.pack(dict(
+                combine((num_heads, num_tokens), (combine_threads(world),), abi.COMBINE.pack(dict(
                     o_part=o_part, lse_part=lse_part,
                     attn_sink=None if attn_sink is None else to_cupy(attn_sink, "attn_sink"),
                     input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),

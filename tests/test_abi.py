@@ -15,7 +15,8 @@ import pytest
 from mla_cupy import abi, dispatch, records
 from mla_cupy.cache import PagedKVCollection
 from mla_cupy.plan import ARRAY_PARAMS, RUN_ARRAYS
-from mla_cupy.render import COMBINE_THREADS, kernels_dir, render
+from mla_cupy.render import (COMBINE_GROUP_THREADS, COMBINE_MAX_GROUPS, COMBINE_UNROLL, kernels_dir,
+                             render)
 from mla_cupy.schedule import row_tiling
 from mla_cupy.validate import SparseArgs
 from mla_cupy.variants import CombineKey, DecodeKey, Layout, Mask, QuantizeKey, Sparsity, all_variants
@@ -130,7 +131,10 @@ def test_combine_signature_and_launch_tuple_agree(out_dtype):
                                         num_tokens=9, num_partitions=3,
                                         input_row_offsets=given["input_row_offsets"]))
     assert args[abi.COMBINE.names.index("attn_sink")] == 0
-    assert f"constexpr int NUM_THREADS = {COMBINE_THREADS};" in render(key)
+    source = render(key)
+    for name, value in (("GROUP_THREADS", COMBINE_GROUP_THREADS), ("MAX_GROUPS", COMBINE_MAX_GROUPS),
+                        ("UNROLL", COMBINE_UNROLL)):
+        assert f"constexpr int {name} = {value};" in source
 
 
 def test_array_params_are_the_kernels_pointers():

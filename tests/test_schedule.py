@@ -472,3 +472,15 @@ def test_an_unknown_hopper_schedule_is_an_error(monkeypatch):
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "64x2")
     with pytest.raises(ValueError, match="MLA_CUPY_HOPPER_SCHEDULE.*64x2"):
         compiler.choose_hopper_schedule(DecodeKey(**HOPPER_DENSE), 64, 128)
+
+
+@given(st.integers(1, 5000))
+def test_combine_threads_follow_the_split_count(num_partitions):
+    """One 128-thread group per four splits, one to eight groups: enough loads
+    in flight when few rows have many splits, and a row's summation order fixed
+    by P alone (the function has no other input)."""
+    from mla_cupy.render import COMBINE_GROUP_THREADS, COMBINE_MAX_GROUPS, COMBINE_UNROLL, combine_threads
+    threads = combine_threads(num_partitions)
+    groups, rest = divmod(threads, COMBINE_GROUP_THREADS)
+    assert rest == 0 and 1 <= groups <= COMBINE_MAX_GROUPS and threads <= 1024
+    assert groups == COMBINE_MAX_GROUPS or (groups - 1) * COMBINE_UNROLL < num_partitions <= groups * COMBINE_UNROLL
