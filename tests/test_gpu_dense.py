@@ -99,6 +99,20 @@ def test_hopper_schedules_and_loads(compiled_kernels, rng, monkeypatch, mode, pa
             _check(case, num_partitions=p)
 
 
+@pytest.mark.parametrize("num_heads", [16, 128])
+def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads):
+    """The Hopper kernels hand grid z the sequence of rank z by length
+    (common/sequence.cuh.j2): more sequences than a CTA's threads (the ranking's
+    second round), ties, empty and one-key sequences, every split count.  A
+    sequence run twice or never leaves NaN rows (outputs are NaN-filled)."""
+    batch = 300
+    case = make_case(rng, seq_lens=list(rng.integers(0, 3, size=batch)),
+                     cache_lens=list(rng.choice([0, 1, 5, 64, 65, 200, 700], size=batch)),
+                     num_heads=num_heads, page_size=64, sink="random")
+    for p in (1, 3):
+        _check(case, num_partitions=p)
+
+
 @pytest.mark.parametrize("sink_value,expect_zero", [(-np.inf, False), (np.inf, True)])
 def test_infinite_sinks(compiled_kernels, rng, sink_value, expect_zero):
     case = make_case(rng, seq_lens=[1, 2], cache_lens=[300, 70], num_heads=8,

@@ -21,6 +21,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then   # torch-free peers for host_cost and be
 fi
 
 start=$(date +%s)
+# every variant compiled once, a process per core, into CuPy's disk cache (each
+# test file's compiled_kernels fixture then loads them)
+python3 tools/warm_kernel_cache.py | tee -a "$OUT/gpu.txt"
 for f in tests/test_gpu_*.py; do
   name=$(basename "$f" .py)
   ( timeout "${TEST_TIMEOUT:-480}" python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 "$@" "$f" \
