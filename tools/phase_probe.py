@@ -1,54 +1,103 @@
-"""Per-CTA phase times of the seesaw decode kernel on the GPU: an instrumented copy
-of its rendered source stamps %globaltimer at kernel entry, Q landed, the first S
-issued, the end of the pair loop, the end of the peeled pairs and the end of the
-epilogue (thread 0 of each warpgroup; a __device__ array read back through
-cupy.RawModule.get_global), and the copy replaces the memoised kernel for a few
-bench cases.  Prints the median, 5th percentile and maximum of each phase over
-the CTAs, the spread of entry times and the CTAs' end times.  The anchors are
-lines of kernels/hopper/mla_decode_seesaw.cu.j2; an assert names one that moved.
+"""Per-CTA phase times of the seesaw decode kernel on the GPU.
 
-    PYTHONPATH=.:tests python3 tools/phase_probe.py
+An instrumented copy of the kernel's rendered source stamps a clock at chosen
+lines (thread 0 of each warpgroup; a __device__ array read back through
+cupy.RawModule.get_global), and the copy replaces the memoised kernel for a few
+bench cases.
+
+* default: %globaltimer at kernel entry, Q landed, the first S issued, the end of
+  the pair loop, the end of the peeled pairs and the end of the epilogue.
+  Prints, for each phase over the CTAs: the median, the 5th percentile and the
+  maximum; then the spread of entry times and the CTAs' end times.
+* ``--pair N``: %clock64 at each hand-over of pair N of the loop (both warpgroups
+  of an SM share the clock).  Prints each step's median cycles after the
+  previous stamp of its warpgroup, and where each stamp falls in the pair.
+
+The anchors are lines of kernels/hopper/mla_decode_seesaw.cu.j2; an assert names
+one that moved.
+
+    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 10]
 """
-import os, sys
-import numpy as np, cupy
-sys.path.insert(0, "tools")
-from mla_cupy import bench, compiler
-from mla_cupy.render import render
-from mla_cupy.variants import parse as parse_name
-from split_sweep import call_with
+import argparse
+import sys
+
+import numpy as np
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper_seesaw"
-src = render(parse_name(NAME))
-stamp = lambda k: (f"if ((threadIdx.x & 127) == 0) {{ unsigned long long _t; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(_t)); "
-                   f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)][(threadIdx.x >> 7) * 8 + {k}] = _t; }}\n")
-def ins_after(s, anchor, text, count=1):
-    assert s.count(anchor) == count, (anchor, s.count(anchor))
-    return s.replace(anchor, anchor + text)
-src = src.replace('extern "C" __global__', '__device__ unsigned long long g_prof[8192][16];\nextern "C" __global__', 1)
-src = ins_after(src, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", stamp(0))
-src = ins_after(src, "        bar_sync(BAR_Q);\n", stamp(1))
-src = src.replace("        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg0(true, true, true, pr);\n",
-                  stamp(2) + "        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg0(true, true, true, pr);\n" + stamp(3))
-src = src.replace("        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg1(true, true, true, pr);\n",
-                  stamp(2) + "        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg1(true, true, true, pr);\n" + stamp(3))
-src = ins_after(src, "    pdl_launch_dependents();\n", stamp(4))
-body_end = src.rstrip().rfind("}")
-src = src[:body_end] + stamp(5) + src[body_end:]
-mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"), backend="nvrtc")
-k = mod.get_function(NAME)
-k.max_dynamic_shared_size_bytes = compiler._dynamic_smem(parse_name(NAME))
-compiler._memo[(NAME, 0)] = k
-prof = cupy.ndarray((8192 * 16,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
-t = bench.Timer()
-names = ["entry->Q", "Q->firstS", "loop", "peeled", "epilogue"]
-for name, p in (("b1_h128_s65536", 64), ("b32_h128_s4096", 2), ("b32_h128_s4096", 1), ("b128_h128_s8192", 1)):
-    c = bench.NAMED_CASES[name]; i = bench.build_inputs(c)
-    f, out, _ = call_with(c, i, p); f(); t.sync()
-    for _ in range(3):
-        cupy.cuda.runtime.memset(prof.data.ptr, 0, prof.nbytes)
-        t.flush(); f(); t.sync()
-    a = cupy.asnumpy(prof).reshape(8192, 16).astype(np.int64)
-    a = a[a[:, 0] > 0]
+SLOTS = 16     # stamps per CTA: warpgroup w uses slots 8w .. 8w + 7
+
+
+def stamp(k, clock="globaltimer", cond="true"):
+    """A stamp in slot 8 * warpgroup + k by thread 0 of each warpgroup."""
+    return (f"if (({cond}) && (threadIdx.x & 127) == 0) {{ unsigned long long _t; "
+            f"asm volatile(\"mov.u64 %0, %%{clock};\" : \"=l\"(_t)); "
+            f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
+            f"[(threadIdx.x >> 7) * 8 + {k}] = _t; }}\n")
+
+
+def insert(src, anchor, text, *, before=False, count=1):
+    assert src.count(anchor) == count, (anchor, src.count(anchor))
+    return src.replace(anchor, text + anchor if before else anchor + text)
+
+
+PHASES = ["entry->Q", "Q->firstS", "loop", "peeled", "epilogue"]
+
+
+def instrument_phases(src):
+    src = insert(src, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", stamp(0))
+    src = insert(src, "        bar_sync(BAR_Q);\n", stamp(1))
+    for wg in (0, 1):
+        loop = f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
+        src = insert(src, loop, stamp(2), before=True)
+        src = insert(src, loop, stamp(3))
+    src = insert(src, "    pdl_launch_dependents();\n", stamp(4))
+    end = src.rstrip().rfind("}")
+    return src[:end] + stamp(5) + src[end:]
+
+
+# (warpgroup, anchor line inside its pair lambda, stamp after it): the hand-overs
+PAIR_STEPS = [
+    (0, "        const int ta = 2 * pr, tb = 2 * pr + 1;\n        float mx[2], m0[2]", "entry"),
+    (0, "        bar_arrive(BAR_M0);\n", "max of S(a) out"),
+    (0, "        issue_pv(p, ta);\n        wgmma_commit();\n        // warpgroup 1's max", "P(a)V_L(a) queued"),
+    (0, "        bar_sync(BAR_M1);\n", "max of wg1 in"),
+    (0, "        wgmma_wait<0>();                      // P(a) V_L(a) done", "P(a)V_L(a) done"),
+    (0, "            bar_sync(BAR_P1);\n", "P(b) in"),
+    (0, "            if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n", "P(b)V_L(b) done"),
+    (0, "        page_a = page_of(ta + NUM_STAGES + 2);\n        page_b = page_of(tb + NUM_STAGES + 2);\n    };\n    auto pair_wg1", "S(a+2) done"),
+    (1, "        if (HAS_B) mask_scale(tb, s, mx);\n", "S(b) masked"),
+    (1, "        bar_sync(BAR_M0);\n", "max of wg0 in"),
+    (1, "            issue_pv(p, tb);\n            wgmma_commit();\n        }\n        bar_sync(BAR_P0);", "P(b)V_R(b) queued"),
+    (1, "        bar_sync(BAR_P0);\n", "P(a)' in"),
+    (1, "        issue_pv(p_other, ta);\n        wgmma_commit();\n        if (HAS_B) {\n            wgmma_wait<1>();", "P(a)'V_R(a) queued"),
+    (1, "            wgmma_wait<1>();                   // P(b) V_R(b) done", "P(b)V_R(b) done"),
+    (1, "        wgmma_wait<0>();                       // P(a)' V_R(a) done", "P(a)'V_R(a) done"),
+    (1, "        page_a = page_of(ta + NUM_STAGES + 2);\n        page_b = page_of(tb + NUM_STAGES + 2);\n    };\n\n", "S(b+2) done"),
+]
+
+
+def instrument_pair(src, pair):
+    """A clock64 stamp after the line where each PAIR_STEPS anchor starts (the
+    anchor, unique in the source, may run over several lines to be so)."""
+    slot = {0: 0, 1: 0}
+    for wg, anchor, _ in PAIR_STEPS:
+        assert src.count(anchor) == 1, (anchor, src.count(anchor))
+        at = src.index("\n", src.index(anchor)) + 1
+        src = src[:at] + stamp(slot[wg], "clock64", f"pr == {pair}") + src[at:]
+        slot[wg] += 1
+    return src
+
+
+def instrumented_source(pair):
+    from mla_cupy.render import render
+    from mla_cupy.variants import parse
+    src = render(parse(NAME))
+    src = src.replace('extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\n'
+                      'extern "C" __global__', 1)
+    return instrument_pair(src, pair) if pair is not None else instrument_phases(src)
+
+
+def report_phases(name, p, a):
     t0 = a[:, 0].min()
     print(f"{name} P={p}: {len(a)} CTAs, kernel span {(a[:, [5, 13]].max() - t0) / 1e3:.1f} us, "
           f"entry spread {(a[:, 0].max() - t0) / 1e3:.1f} us (median {(np.median(a[:, 0]) - t0) / 1e3:.1f})")
@@ -56,6 +105,61 @@ for name, p in (("b1_h128_s65536", 64), ("b32_h128_s4096", 2), ("b32_h128_s4096"
         d = np.diff(a[:, wg * 8: wg * 8 + 6], axis=1) / 1e3
         if wg == 1:
             d[:, 0] = (a[:, 9] - a[:, 0]) / 1e3
-        print(f"   wg{wg}: " + "  ".join(f"{n} {np.median(d[:, j]):.2f} [{np.percentile(d[:, j], 5):.2f}, {d[:, j].max():.2f}]" for j, n in enumerate(names)))
+        print(f"   wg{wg}: " + "  ".join(f"{n} {np.median(d[:, j]):.2f} [{np.percentile(d[:, j], 5):.2f}, "
+                                          f"{d[:, j].max():.2f}]" for j, n in enumerate(PHASES)))
     ends = (a[:, 5] - t0) / 1e3
     print(f"   CTA end times: min {ends.min():.1f} median {np.median(ends):.1f} max {ends.max():.1f} us")
+
+
+def report_pair(name, p, a, pair):
+    a = a[(a[:, 0] > 0) & (a[:, 8] > 0)]
+    print(f"{name} P={p}: pair {pair} in {len(a)} CTAs (clock64 cycles; wg0's entry = 0)")
+    t0 = a[:, 0:1]
+    steps = [(wg, label) for wg, _, label in PAIR_STEPS]
+    slot = {0: 0, 1: 0}
+    for wg, label in steps:
+        k = slot[wg]
+        slot[wg] += 1
+        col = a[:, 8 * wg + k]
+        since = col - a[:, 8 * wg + k - 1] if k > 0 else col - t0[:, 0]
+        print(f"   wg{wg} {label:20s} at {np.median(col - t0[:, 0]):7.0f}  (+{np.median(since):6.0f})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pair", type=int, default=None, help="stamp the hand-overs of this pair instead")
+    args = ap.parse_args()
+    import cupy
+    sys.path.insert(0, "tools")
+    from mla_cupy import bench, compiler
+    from mla_cupy.variants import parse
+    from split_sweep import call_with
+    src = instrumented_source(args.pair)
+    mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
+                         backend="nvrtc")
+    k = mod.get_function(NAME)
+    k.max_dynamic_shared_size_bytes = compiler._dynamic_smem(parse(NAME))
+    compiler._memo[(NAME, 0)] = k
+    prof = cupy.ndarray((8192 * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
+    t = bench.Timer()
+    for name, p in (("b1_h128_s65536", 64), ("b32_h128_s4096", 2), ("b32_h128_s4096", 1), ("b128_h128_s8192", 1)):
+        c = bench.NAMED_CASES[name]
+        i = bench.build_inputs(c)
+        f, out, _ = call_with(c, i, p)
+        f()
+        t.sync()
+        for _ in range(3):
+            prof.fill(0)
+            t.flush()
+            f()
+            t.sync()
+        a = cupy.asnumpy(prof).reshape(8192, SLOTS).astype(np.int64)
+        a = a[a[:, 0] > 0]
+        if args.pair is None:
+            report_phases(name, p, a)
+        else:
+            report_pair(name, p, a, args.pair)
+
+
+if __name__ == "__main__":
+    main()
