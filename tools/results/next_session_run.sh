@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One device call for the three patches prepared on 2026-12-01 (sixth session), each
+# checked against the reference before it is timed, all timed in the same run as HEAD:
+#   next_combine_first_rows.patch, next_seesaw_l2_prefetch.patch, next_ds_mla_l2_prefetch.patch
+# Usage (device machine, repository root, .whl not needed):
+#   OUT=$OUT bash tools/results/next_session_run.sh
+set -u
+export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
+L=$OUT/log.txt
+: > "$L"
+declare -A PATCH=([combine]=next_combine_first_rows.patch [seesaw_pf]=next_seesaw_l2_prefetch.patch
+                  [dsmla_pf]=next_ds_mla_l2_prefetch.patch)
+for v in "${!PATCH[@]}"; do
+  rm -rf /tmp/$v && cp -r . /tmp/$v && (cd /tmp/$v && git apply tools/results/${PATCH[$v]}) || echo "$v: patch failed" >> "$L"
+done
+# correctness first, in parallel (most of it is NVRTC on the CPU)
+for v in "${!PATCH[@]}"; do
+  ( cd /tmp/$v && timeout 240 python3 tools/hopper_check.py --quick > $OUT/check_$v.txt 2>&1
+    echo "[exit $?]" >> $OUT/check_$v.txt ) &
+done
+wait
+for v in "${!PATCH[@]}"; do echo "== check $v: $(grep -h 'correctness:' $OUT/check_$v.txt)" >> "$L"; done
+DENSE="b128_h16_s8192 b128_h128_s8192 b128_sq2_h128_varlen_causal b1_h128_s65536 b8_h16_s8192 b32_h128_s4096"
+SPARSE="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 sparse_ds_mla_b2_sq2_h128"
+bench() { (cd $1 && timeout 200 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
+echo "== HEAD" >> "$L"; bench . "$DENSE $SPARSE" >> "$L"
+for v in combine seesaw_pf; do
+  grep -q "0 failures" $OUT/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
+done
+grep -q "0 failures" $OUT/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; bench /tmp/dsmla_pf "$SPARSE" >> "$L"; }
+echo "== HEAD again" >> "$L"; bench . "b128_h128_s8192 b1_h128_s65536 b32_h128_s4096 sparse_ds_mla_b128_sq1_h128" >> "$L"
+# where the pair loop's time goes (HEAD), and the seesaw phases with the prefetch
+timeout 120 python3 tools/phase_probe.py --pair 10 > $OUT/pair_probe.txt 2>&1
+(cd /tmp/seesaw_pf && timeout 120 python3 tools/phase_probe.py) > $OUT/phase_probe_pf.txt 2>&1
