@@ -18,12 +18,15 @@ for v in "${!PATCH[@]}"; do
   ( cd /tmp/$v && timeout 240 python3 tools/hopper_check.py --quick > $OUT/check_$v.txt 2>&1
     echo "[exit $?]" >> $OUT/check_$v.txt ) &
 done
+( cd /tmp/combine && timeout 240 python3 tools/combine_check.py > $OUT/combine_check.txt 2>&1 ) &
 wait
 for v in "${!PATCH[@]}"; do echo "== check $v: $(grep -h 'correctness:' $OUT/check_$v.txt)" >> "$L"; done
+tail -3 $OUT/combine_check.txt >> "$L"
 DENSE="b128_h16_s8192 b128_h128_s8192 b128_sq2_h128_varlen_causal b1_h128_s65536 b8_h16_s8192 b32_h128_s4096"
 SPARSE="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 sparse_ds_mla_b2_sq2_h128"
 bench() { (cd $1 && timeout 200 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
 echo "== HEAD" >> "$L"; bench . "$DENSE $SPARSE" >> "$L"
+grep -q "combine check: 0 failures" $OUT/combine_check.txt || sed -i 's/0 failures/combine check failed/' $OUT/check_combine.txt
 for v in combine seesaw_pf; do
   grep -q "0 failures" $OUT/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
 done
