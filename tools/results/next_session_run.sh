@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One device call for the three patches prepared on 2026-12-01 (sixth session), each
+# One device call for the four patches prepared on 2026-12-01 (sixth session), each
 # checked against the reference before it is timed, all timed in the same run as HEAD:
-#   next_combine_first_rows.patch, next_seesaw_l2_prefetch.patch, next_ds_mla_l2_prefetch.patch
+#   next_combine_first_rows.patch, next_seesaw_l2_prefetch.patch, next_ds_mla_l2_prefetch.patch,
+#   next_seesaw_p1_before_rescale.patch (conflicts textually with the L2 prefetch: one line apart)
 # Usage (device machine, repository root, .whl not needed):
 #   OUT=$OUT bash tools/results/next_session_run.sh
 set -u
@@ -9,7 +10,7 @@ export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
 L=$OUT/log.txt
 : > "$L"
 declare -A PATCH=([combine]=next_combine_first_rows.patch [seesaw_pf]=next_seesaw_l2_prefetch.patch
-                  [dsmla_pf]=next_ds_mla_l2_prefetch.patch)
+                  [dsmla_pf]=next_ds_mla_l2_prefetch.patch [p1_first]=next_seesaw_p1_before_rescale.patch)
 for v in "${!PATCH[@]}"; do
   rm -rf /tmp/$v && cp -r . /tmp/$v && (cd /tmp/$v && git apply tools/results/${PATCH[$v]}) || echo "$v: patch failed" >> "$L"
 done
@@ -27,7 +28,7 @@ SPARSE="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 sparse_ds_mla_b2_
 bench() { (cd $1 && timeout 200 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
 echo "== HEAD" >> "$L"; bench . "$DENSE $SPARSE" >> "$L"
 grep -q "combine check: 0 failures" $OUT/combine_check.txt || sed -i 's/0 failures/combine check failed/' $OUT/check_combine.txt
-for v in combine seesaw_pf; do
+for v in combine seesaw_pf p1_first; do
   grep -q "0 failures" $OUT/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
 done
 grep -q "0 failures" $OUT/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; bench /tmp/dsmla_pf "$SPARSE" >> "$L"; }
