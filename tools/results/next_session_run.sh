@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One device call for the four patches prepared on 2026-12-01 (sixth session), each
+# One device call for the five patches prepared on 2026-12-01 (sixth session), each
 # checked against the reference before it is timed, all timed in the same run as HEAD:
 #   next_combine_first_rows.patch, next_seesaw_l2_prefetch.patch, next_ds_mla_l2_prefetch.patch,
-#   next_seesaw_p1_before_rescale.patch (conflicts textually with the L2 prefetch: one line apart)
+#   next_seesaw_p1_before_rescale.patch (conflicts textually with the L2 prefetch: one line apart),
+#   next_sparse_producer.patch (conflicts with next_ds_mla_l2_prefetch.patch: fold that one into
+#   the producer's loop if both win)
 # Usage (device machine, repository root, .whl not needed):
 #   OUT=$OUT bash tools/results/next_session_run.sh
 set -u
@@ -10,7 +12,8 @@ export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
 L=$OUT/log.txt
 : > "$L"
 declare -A PATCH=([combine]=next_combine_first_rows.patch [seesaw_pf]=next_seesaw_l2_prefetch.patch
-                  [dsmla_pf]=next_ds_mla_l2_prefetch.patch [p1_first]=next_seesaw_p1_before_rescale.patch)
+                  [dsmla_pf]=next_ds_mla_l2_prefetch.patch [p1_first]=next_seesaw_p1_before_rescale.patch
+                  [producer]=next_sparse_producer.patch)
 for v in "${!PATCH[@]}"; do
   rm -rf /tmp/$v && cp -r . /tmp/$v && (cd /tmp/$v && git apply tools/results/${PATCH[$v]}) || echo "$v: patch failed" >> "$L"
 done
@@ -32,6 +35,8 @@ for v in combine seesaw_pf p1_first; do
   grep -q "0 failures" $OUT/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
 done
 grep -q "0 failures" $OUT/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; bench /tmp/dsmla_pf "$SPARSE" >> "$L"; }
+# the producer kernel: a hang shows as a timeout of its check (kept short)
+grep -q "0 failures" $OUT/check_producer.txt && { echo "== producer" >> "$L"; bench /tmp/producer "$SPARSE sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h16" >> "$L"; }
 echo "== HEAD again" >> "$L"; bench . "b128_h128_s8192 b1_h128_s65536 b32_h128_s4096 sparse_ds_mla_b128_sq1_h128" >> "$L"
 # where the pair loop's time goes (HEAD), and the seesaw phases with the prefetch
 timeout 120 python3 tools/phase_probe.py --pair 10 > $OUT/pair_probe.txt 2>&1
