@@ -6,7 +6,7 @@
 #   next_sparse_producer.patch (conflicts with next_ds_mla_l2_prefetch.patch: fold that one into
 #   the producer's loop if both win)
 # Usage (device machine, repository root, .whl not needed):
-#   OUT=$OUT bash tools/results/next_session_run.sh
+#   OUT=$OUT bash tools/results/next_session_run.sh     (about 8 minutes; run it with timeout_s 600)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
 L=$OUT/log.txt
@@ -19,10 +19,10 @@ for v in "${!PATCH[@]}"; do
 done
 # correctness first, in parallel (most of it is NVRTC on the CPU)
 for v in "${!PATCH[@]}"; do
-  ( cd /tmp/$v && timeout 240 python3 tools/hopper_check.py --quick > $OUT/check_$v.txt 2>&1
+  ( cd /tmp/$v && timeout 150 python3 tools/hopper_check.py --quick > $OUT/check_$v.txt 2>&1
     echo "[exit $?]" >> $OUT/check_$v.txt ) &
 done
-( cd /tmp/combine && timeout 240 python3 tools/combine_check.py > $OUT/combine_check.txt 2>&1 ) &
+( cd /tmp/combine && timeout 150 python3 tools/combine_check.py > $OUT/combine_check.txt 2>&1 ) &
 wait
 for v in "${!PATCH[@]}"; do echo "== check $v: $(grep -h 'correctness:' $OUT/check_$v.txt)" >> "$L"; done
 tail -3 $OUT/combine_check.txt >> "$L"
@@ -39,5 +39,5 @@ grep -q "0 failures" $OUT/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; be
 grep -q "0 failures" $OUT/check_producer.txt && { echo "== producer" >> "$L"; bench /tmp/producer "$SPARSE sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h16" >> "$L"; }
 echo "== HEAD again" >> "$L"; bench . "b128_h128_s8192 b1_h128_s65536 b32_h128_s4096 sparse_ds_mla_b128_sq1_h128" >> "$L"
 # where the pair loop's time goes (HEAD), and the seesaw phases with the prefetch
-timeout 120 python3 tools/phase_probe.py --pair 10 > $OUT/pair_probe.txt 2>&1
-(cd /tmp/seesaw_pf && timeout 120 python3 tools/phase_probe.py) > $OUT/phase_probe_pf.txt 2>&1
+timeout 60 python3 tools/phase_probe.py --pair 10 > $OUT/pair_probe.txt 2>&1
+(cd /tmp/seesaw_pf && timeout 60 python3 tools/phase_probe.py) > $OUT/phase_probe_pf.txt 2>&1
