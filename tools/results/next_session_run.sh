@@ -31,13 +31,13 @@ DENSE="b128_h16_s8192 b128_h128_s8192 b128_sq2_h128_varlen_causal b1_h128_s65536
 SPARSE="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 sparse_ds_mla_b2_sq2_h128"
 bench() { (cd $1 && timeout 200 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
 echo "== HEAD" >> "$L"; bench . "$DENSE $SPARSE" >> "$L"
-grep -q "combine check: 0 failures" $C/combine_check.txt || sed -i 's/0 failures/combine check failed/' $C/check_combine.txt
+grep -q "combine check: 0 failures" $C/combine_check.txt || sed -i "s/correctness: 0 failures/combine check failed/" $C/check_combine.txt
 for v in combine seesaw_pf p1_first; do
-  grep -q "0 failures" $C/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
+  grep -q "correctness: 0 failures" $C/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
 done
-grep -q "0 failures" $C/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; bench /tmp/dsmla_pf "$SPARSE" >> "$L"; }
+grep -q "correctness: 0 failures" $C/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; bench /tmp/dsmla_pf "$SPARSE" >> "$L"; }
 # the producer kernel: a hang shows as a timeout of its check (kept short)
-grep -q "0 failures" $C/check_producer.txt && { echo "== producer" >> "$L"; bench /tmp/producer "$SPARSE sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h16" >> "$L"; }
+grep -q "correctness: 0 failures" $C/check_producer.txt && { echo "== producer" >> "$L"; bench /tmp/producer "$SPARSE sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h16" >> "$L"; }
 echo "== HEAD again" >> "$L"; bench . "b128_h128_s8192 b1_h128_s65536 b32_h128_s4096 sparse_ds_mla_b128_sq1_h128" >> "$L"
 # where the pair loop's time goes (HEAD), and the seesaw phases with the prefetch
 echo "== pair probe (HEAD)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 10 >> "$L" 2>&1
