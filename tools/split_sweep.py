@@ -6,7 +6,6 @@ with the chosen P's (same inputs) before it is timed.
     PYTHONPATH=. python3 tools/split_sweep.py b32_h128_s4096:1,2,3,4 b1_h128_s65536:32,64,128
 """
 import argparse
-import dataclasses
 
 import numpy as np
 
