@@ -33,6 +33,7 @@ CHECK_TEMPLATE = "check/mla_check.cu.j2"
 COMBINE_GROUP_THREADS = records.D_V // 4    # one float4 of each partial per thread of a group
 COMBINE_MAX_GROUPS = 8
 COMBINE_UNROLL = 4                          # partials a thread has in flight at once
+QUANTIZE_WARPS = 8
 
 
 def combine_threads(num_partitions: int) -> int:
@@ -43,7 +44,6 @@ def combine_threads(num_partitions: int) -> int:
     order) must not depend on the batch (docs/spec.md §10)."""
     groups = min(COMBINE_MAX_GROUPS, max(1, -(-num_partitions // COMBINE_UNROLL)))
     return COMBINE_GROUP_THREADS * groups
-QUANTIZE_WARPS = 8
 
 
 class QKind(str, enum.Enum):

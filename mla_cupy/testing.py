@@ -646,6 +646,16 @@ def fill_nan(a):
     return a
 
 
+def nan_workspace(rows: int):
+    """A split-KV workspace ``(o_part, lse_part)`` of ``rows`` partial rows, NaN-filled,
+    in place of ``dispatch._owned_workspace`` (with ``_workspaces`` and ``_eager_plans``
+    emptied so that every plan asks for one): a partial the decode did not write,
+    or one the combine weighs wrongly, then shows in the output."""
+    import cupy
+    from .records import D_V
+    return cupy.full(rows * D_V, np.nan, np.float32), cupy.full(rows, np.nan, np.float32)
+
+
 def run_gpu(case: Case, *, return_lse=True, num_partitions=None, **decode_kwargs):
     """Upload a case and run :func:`mla_decode` into NaN-filled buffers: ``out``, and
     ``lse`` when ``return_lse`` (else the ``lse=None`` path, mla_decode's default).

@@ -187,6 +187,14 @@ class CheckKey:
         return self.name
 
 
+def builds_for(key, compute_capability: int) -> bool:
+    """Whether a variant's kernel runs on a device of this compute capability
+    (90 for sm_90): from its ``min_sm`` on, and the wgmma family (sm_90a code)
+    on sm_90 alone."""
+    min_sm = getattr(key, "min_sm", 0)
+    return compute_capability >= min_sm and (min_sm != 90 or compute_capability == 90)
+
+
 def check(key: DecodeKey) -> None:
     """Reject combinations that have no meaning; the one place these rules live."""
     if key.fold and key.sparsity is not Sparsity.SPARSE:

@@ -58,12 +58,12 @@ def pytest_runtest_makereport(item, call):
 def compiled_kernels():
     """Compile every variant once; a compile error stops the run with its log."""
     from mla_cupy.compiler import get_kernel
-    from mla_cupy.variants import all_variants
+    from mla_cupy.variants import all_variants, builds_for
 
     import cupy
     cc = int(cupy.cuda.Device().compute_capability)
     for key in all_variants():
-        if cc < getattr(key, "min_sm", 0) or (cc != 90 and getattr(key, "min_sm", 0) == 90):
+        if not builds_for(key, cc):
             continue   # e4m3 conversions need sm_89+, wgmma sm_90a
         try:
             get_kernel(key)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from mla_cupy.testing import (check_against_reference, compare, fill_nan, make_case, nan_filled,
-                              reference, run_gpu, to_torch, tolerance_for)
+                              nan_workspace, reference, run_gpu, to_torch, tolerance_for)
 from strategies import dense_cases
 
 pytestmark = pytest.mark.gpu
@@ -59,11 +59,7 @@ def test_combine_of_more_partitions_than_it_caches(compiled_kernels, rng, monkey
     """The combine keeps up to 1024 partials' lse in shared memory and reads
     the rest again; 1100 splits of 5000 keys also leave most splits empty
     (lse -inf, O never written: the NaN-filled workspace must stay unread)."""
-    import cupy
     from mla_cupy import dispatch
-
-    def nan_workspace(rows):
-        return cupy.full(rows * 512, np.nan, np.float32), cupy.full(rows, np.nan, np.float32)
     monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
     monkeypatch.setattr(dispatch, "_workspaces", {})
     monkeypatch.setattr(dispatch, "_eager_plans", {})

@@ -484,3 +484,18 @@ def test_combine_threads_follow_the_split_count(num_partitions):
     groups, rest = divmod(threads, COMBINE_GROUP_THREADS)
     assert rest == 0 and 1 <= groups <= COMBINE_MAX_GROUPS and threads <= 1024
     assert groups == COMBINE_MAX_GROUPS or (groups - 1) * COMBINE_UNROLL < num_partitions <= groups * COMBINE_UNROLL
+
+
+def test_builds_for_matches_the_architectures_of_each_family():
+    """The wgmma family is sm_90a code (sm_90 only), the fp8 quantisers need
+    sm_89's e4m3 conversions, the portable kernels run from sm_80; the combine
+    declares no minimum."""
+    from mla_cupy.variants import builds_for
+    portable = next(k for k in ALL if isinstance(k, DecodeKey) and not k.name.endswith(("_hopper", "_seesaw")))
+    hopper = next(k for k in ALL if isinstance(k, DecodeKey) and k.name.endswith("_hopper"))
+    quantize = next(k for k in ALL if isinstance(k, QuantizeKey))
+    table = {cc: (builds_for(portable, cc), builds_for(hopper, cc), builds_for(quantize, cc),
+                  builds_for(CombineKey("bf16"), cc)) for cc in (75, 80, 86, 89, 90, 100)}
+    assert table == {75: (False, False, False, True), 80: (True, False, False, True),
+                     86: (True, False, False, True), 89: (True, False, True, True),
+                     90: (True, True, True, True), 100: (True, False, True, True)}

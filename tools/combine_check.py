@@ -12,14 +12,11 @@ import numpy as np
 
 
 def main() -> int:
-    import cupy
-
     from mla_cupy import dispatch
     from mla_cupy.environment import BACKEND
-    from mla_cupy.testing import check_against_reference, make_case
+    from mla_cupy.testing import check_against_reference, make_case, nan_workspace
 
-    dispatch._owned_workspace = lambda rows: (cupy.full(rows * 512, np.nan, np.float32),
-                                              cupy.full(rows, np.nan, np.float32))
+    dispatch._owned_workspace = nan_workspace
     failures = 0
     for backend in ("auto", "portable"):
         os.environ[BACKEND] = backend

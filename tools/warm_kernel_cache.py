@@ -20,20 +20,15 @@ def _compile(name: str) -> str | None:
     return None
 
 
-def _runs_here(key, cc: int) -> bool:
-    min_sm = getattr(key, "min_sm", 0)
-    return cc >= min_sm and not (cc != 90 and min_sm == 90)   # as tests/conftest.py compiled_kernels
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=os.cpu_count())
     args = p.parse_args()
-    from mla_cupy.variants import all_variants
+    from mla_cupy.variants import all_variants, builds_for
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as probe:                 # the device's compute capability, outside this process
         cc = probe.apply(_compute_capability)
-    names = [k.name for k in all_variants() if _runs_here(k, cc)]
+    names = [k.name for k in all_variants() if builds_for(k, cc)]
     t0 = time.perf_counter()
     with ctx.Pool(args.jobs) as pool:
         failures = [f for f in pool.imap_unordered(_compile, names) if f]
