@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One device call for the five patches prepared on 2026-12-01 (sixth session), each
+# One device call for the six patches prepared on 2026-12-01 (sixth session), each
 # checked against the reference before it is timed, all timed in the same run as HEAD:
 #   next_combine_first_rows.patch, next_seesaw_l2_prefetch.patch, next_ds_mla_l2_prefetch.patch,
 #   next_seesaw_p1_before_rescale.patch (conflicts textually with the L2 prefetch: one line apart),
 #   next_sparse_producer.patch (conflicts with next_ds_mla_l2_prefetch.patch: fold that one into
-#   the producer's loop if both win)
+#   the producer's loop if both win), next_ranking_batch_clamp.patch (checked only: it changes
+#   nothing a valid call does)
 # Usage (device machine, repository root, .whl not needed):
 #   OUT=$OUT bash tools/results/next_session_run.sh     (about 8 minutes; run it with timeout_s 600)
 set -u
@@ -14,7 +15,7 @@ C=/tmp/checks; mkdir -p $C
 : > "$L"
 declare -A PATCH=([combine]=next_combine_first_rows.patch [seesaw_pf]=next_seesaw_l2_prefetch.patch
                   [dsmla_pf]=next_ds_mla_l2_prefetch.patch [p1_first]=next_seesaw_p1_before_rescale.patch
-                  [producer]=next_sparse_producer.patch)
+                  [producer]=next_sparse_producer.patch [clamp]=next_ranking_batch_clamp.patch)
 for v in "${!PATCH[@]}"; do
   rm -rf /tmp/$v && cp -r . /tmp/$v && (cd /tmp/$v && git apply tools/results/${PATCH[$v]}) || echo "$v: patch failed" >> "$L"
 done
