@@ -324,3 +324,153 @@ def test_seesaw_softmax_bookkeeping_matches_a_plain_softmax(n, tile):
         ref = (w @ values) / w.sum()
         np.testing.assert_allclose(o, ref, rtol=1e-12, atol=1e-12)
         assert abs((m + np.log2(l)) - (x.max() + np.log2(w.sum()))) < 1e-12
+
+
+# ---- the producer warpgroup of the sparse ring kernel (PRODUCER in mla_decode_wgmma.cu.j2) ----
+# Three warpgroups: 0 and 1 meet on named barriers as above (P ready, P slot
+# free, epilogue); the producer (2) hands tiles over on mbarriers: full[s]
+# completes when the producer published the tile in buffer s (one party),
+# empty[s] when both math warpgroups are done with it (two parties).  A wait
+# names the phase it needs; an mbarrier is waited on by parity, so a waiter
+# whose phase was overtaken by two (lapped) would read the wrong parity: the
+# model reports it.
+
+def producer_wg0(n, stages):
+    """Warpgroup 0: QK^T(j + 1) waits for full, softmax(j + 1) hands P over,
+    then empty(j) once its P V(j) retired."""
+    if n > 0:
+        yield "mwait", ("full", 0), 0
+        yield "arrive", "p_ready", None
+    for j in range(n):
+        if j + 1 < n:
+            yield "mwait", ("full", (j + 1) % stages), (j + 1) // stages
+            yield "sync", "p_free", None
+            yield "arrive", "p_ready", None
+        yield "marrive", ("empty", j % stages), None
+    if n > 0:
+        yield "sync", "p_free", None
+    yield "sync", "epilogue", None
+
+
+def producer_wg1(n, stages):
+    """Warpgroup 1: takes P(j), frees the slot, waits for tile j itself (an
+    acquire of the producer's writes; the phase is complete by then), and
+    empty(j) after its P V(j)."""
+    for j in range(n):
+        yield "sync", "p_ready", None
+        yield "arrive", "p_free", None
+        yield "mwait", ("full", j % stages), j // stages
+        yield "marrive", ("empty", j % stages), None
+    yield "sync", "epilogue", None
+
+
+def producer_wg2(n, stages):
+    """The producer: tile t into buffer t % stages once tile t - stages is free;
+    tile t - 1 published after tile t's copies were issued; then it exits."""
+    for t in range(n):
+        if t >= stages:
+            yield "mwait", ("empty", t % stages), t // stages - 1
+        if t >= 1:
+            yield "marrive", ("full", (t - 1) % stages), None
+    if n > 0:
+        yield "marrive", ("full", (n - 1) % stages), None
+
+
+MBAR_PARTIES = {"full": 1, "empty": 2}
+
+
+def run_producer(n, stages, warpgroups=(producer_wg0, producer_wg1, producer_wg2), random_orders=40):
+    """As :func:`run`, for three warpgroups and mbarriers."""
+    import random
+    policies = [("lead", w) for w in range(3)] + [("random", random.Random(seed)) for seed in range(random_orders)]
+    for policy in policies:
+        result = _run_producer_one(n, stages, warpgroups, policy)
+        if result != "ok":
+            return result
+    return "ok"
+
+
+def _run_producer_one(n, stages, warpgroups, policy):
+    gens = [wg(n, stages) for wg in warpgroups]
+    done = [False] * 3
+    blocked = [None] * 3                 # ("bar", name, phase) or ("mbar", key, phase needed)
+    phase, members = {}, {}              # named barriers: completed phases, who joined this one
+    mphase, mcount = {}, {}              # mbarriers: completed phases, arrivals in this one
+
+    def free(w):
+        b = blocked[w]
+        if b is None:
+            return True
+        if b[0] == "bar":
+            return phase.get(b[1], 0) != b[2]
+        return mphase.get(b[1], 0) > b[2]
+
+    while True:
+        runnable = [w for w in range(3) if not done[w] and free(w)]
+        if not runnable:
+            break
+        kind, arg = policy
+        w = (arg if arg in runnable else runnable[0]) if kind == "lead" else arg.choice(runnable)
+        blocked[w] = None
+        try:
+            op, bar, need = next(gens[w])
+        except StopIteration:
+            done[w] = True
+            continue
+        if op in ("sync", "arrive"):
+            joined = members.setdefault(bar, [])
+            if w in joined:
+                return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
+            joined.append(w)
+            if len(joined) == 2:
+                phase[bar] = phase.get(bar, 0) + 1
+                members[bar] = []
+            elif op == "sync":
+                blocked[w] = ("bar", bar, phase.get(bar, 0))
+        elif op == "marrive":
+            mcount[bar] = mcount.get(bar, 0) + 1
+            if mcount[bar] == MBAR_PARTIES[bar[0]]:
+                mphase[bar] = mphase.get(bar, 0) + 1
+                mcount[bar] = 0
+        else:                                # mwait for phase `need` by its parity
+            if mphase.get(bar, 0) > need + 1:
+                return f"warpgroup {w} waits on {bar} phase {need}, lapped (phase {mphase[bar]})"
+            if mphase.get(bar, 0) <= need:
+                blocked[w] = ("mbar", bar, need)
+    if not all(done):
+        return f"deadlock: {blocked}"
+    pending = {b: m for b, m in members.items() if m}
+    return f"pending arrivals at exit: {pending}" if pending else "ok"
+
+
+@pytest.mark.parametrize("stages", [3, 4, 5])   # the kernel has 4 (static_assert NUM_STAGES >= 3)
+def test_producer_hand_over_neither_hangs_nor_laps(stages):
+    assert {n: run_producer(n, stages) for n in range(20)} == {n: "ok" for n in range(20)}
+
+
+def test_the_model_shows_why_the_producer_needs_three_buffers():
+    """The producer publishes tile t - 1 only after issuing tile t, which needs
+    tile t - stages freed; warpgroup 0 frees tile j only after QK^T(j + 1).
+    With two buffers tile 2 waits for tile 0, tile 0 for tile 1, tile 1 for tile 2."""
+    assert run_producer(3, 2).startswith("deadlock")
+    assert run_producer(2, 2) == "ok"
+
+
+def test_the_model_catches_a_producer_that_does_not_wait_for_empty():
+    """A producer refilling a buffer without waiting for both math warpgroups
+    publishes tile t + stages over tile t: warpgroup 0's wait is lapped."""
+    def eager_producer(n, stages):
+        for t in range(n):
+            yield "marrive", ("full", t % stages), None
+    assert "lapped" in run_producer(8, 2, (producer_wg0, producer_wg1, eager_producer))
+
+
+def test_the_model_catches_a_math_warpgroup_that_never_frees():
+    """empty[s] counts both math warpgroups: without warpgroup 1's arrivals the
+    producer waits for the first refill forever."""
+    def wg1_never_frees(n, stages):
+        for j in range(n):
+            yield "sync", "p_ready", None
+            yield "arrive", "p_free", None
+        yield "sync", "epilogue", None
+    assert run_producer(8, 2, (producer_wg0, wg1_never_frees, producer_wg2)).startswith("deadlock")
