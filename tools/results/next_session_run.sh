@@ -1,47 +1,46 @@
 #!/usr/bin/env bash
-# One device call for the six patches prepared on 2026-12-01 (sixth session), each
-# checked against the reference before it is timed, all timed in the same run as HEAD:
-#   next_combine_first_rows.patch, next_seesaw_l2_prefetch.patch, next_ds_mla_l2_prefetch.patch,
-#   next_seesaw_p1_before_rescale.patch (conflicts textually with the L2 prefetch: one line apart),
-#   next_sparse_producer.patch (conflicts with next_ds_mla_l2_prefetch.patch: fold that one into
-#   the producer's loop if both win), next_ranking_batch_clamp.patch (checked only: it changes
-#   nothing a valid call does)
-# Usage (device machine, repository root, .whl not needed):
-#   OUT=$OUT bash tools/results/next_session_run.sh     (about 8 minutes; run it with timeout_s 600)
+# One device call for the pair schedule prepared on 2026-12-01 (seventh session):
+# tools/results/next_pair_schedule.patch (sparse fp8_ds_mla at 128·k heads: two CTAs of a
+# cluster, each dequantising half of every tile into both; NOTES.md has the design and the
+# prediction).  Correctness first, with a short timeout (a hang shows as a timeout of the
+# check), then timed beside HEAD in the same run, then where the time goes in both.
+# Usage (device machine, repository root; .whl not needed):
+#   OUT=$OUT bash tools/results/next_session_run.sh     (about 5 minutes; run it with timeout_s 600)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
-L=$OUT/log.txt
-C=/tmp/checks; mkdir -p $C
-: > "$L"
-declare -A PATCH=([combine]=next_combine_first_rows.patch [seesaw_pf]=next_seesaw_l2_prefetch.patch
-                  [dsmla_pf]=next_ds_mla_l2_prefetch.patch [p1_first]=next_seesaw_p1_before_rescale.patch
-                  [producer]=next_sparse_producer.patch [clamp]=next_ranking_batch_clamp.patch)
-for v in "${!PATCH[@]}"; do
-  rm -rf /tmp/$v && cp -r . /tmp/$v && (cd /tmp/$v && git apply tools/results/${PATCH[$v]}) || echo "$v: patch failed" >> "$L"
-done
-# correctness first, in parallel (most of it is NVRTC on the CPU)
-for v in "${!PATCH[@]}"; do
-  ( cd /tmp/$v && timeout 150 python3 tools/hopper_check.py --quick > $C/check_$v.txt 2>&1
-    echo "[exit $?]" >> $C/check_$v.txt ) &
-done
-( cd /tmp/combine && timeout 150 python3 tools/combine_check.py > $C/combine_check.txt 2>&1 ) &
+L=$OUT/log.txt; : > "$L"
+rm -rf /tmp/pair && cp -r . /tmp/pair && (cd /tmp/pair && git apply tools/results/next_pair_schedule.patch) \
+  || echo "pair: patch failed" >> "$L"
+(timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_head.txt 2>&1) &
+(cd /tmp/pair && timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_pair.txt 2>&1) &
 wait
-for v in "${!PATCH[@]}"; do echo "== check $v: $(grep -h 'correctness:' $C/check_$v.txt)" >> "$L"; done
-tail -3 $C/combine_check.txt >> "$L"
-DENSE="b128_h16_s8192 b128_h128_s8192 b128_sq2_h128_varlen_causal b1_h128_s65536 b8_h16_s8192 b32_h128_s4096"
-SPARSE="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 sparse_ds_mla_b2_sq2_h128"
-bench() { (cd $1 && timeout 200 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
-echo "== HEAD" >> "$L"; bench . "$DENSE $SPARSE" >> "$L"
-grep -q "combine check: 0 failures" $C/combine_check.txt || sed -i "s/correctness: 0 failures/combine check failed/" $C/check_combine.txt
-for v in combine seesaw_pf p1_first; do
-  grep -q "correctness: 0 failures" $C/check_$v.txt && { echo "== $v" >> "$L"; bench /tmp/$v "$DENSE" >> "$L"; }
+tail -1 /tmp/warm_head.txt >> "$L"; tail -1 /tmp/warm_pair.txt >> "$L"
+echo "== pair: hopper_check --schedule pair, then ring (the ds_mla ring path is touched too)" >> "$L"
+(cd /tmp/pair && timeout 90 python3 tools/hopper_check.py --schedule pair > /tmp/check_pair.txt 2>&1
+ echo "[exit $?]" >> /tmp/check_pair.txt
+ timeout 90 python3 tools/hopper_check.py --quick --schedule ring >> /tmp/check_pair.txt 2>&1
+ echo "[exit $?]" >> /tmp/check_pair.txt)
+grep -h "correctness:\|\[exit\|FAIL" /tmp/check_pair.txt | head -20 >> "$L"
+if grep -q "correctness: 0 failures" /tmp/check_pair.txt; then
+  (cd /tmp/pair && timeout 200 python3 -m pytest -m gpu tests/test_gpu_sparse.py tests/test_gpu_fp8.py -q \
+     -p no:cacheprovider 2>&1 | tail -3) >> "$L"
+  (cd /tmp/pair && timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 \
+     python3 tools/memcheck_sparse.py 2>&1 | tail -2) >> "$L"
+fi
+bench() { (cd $1 && timeout 150 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
+S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b64_sq2_h128 sparse_ds_mla_b2_sq2_h128"
+for tree in . /tmp/pair . /tmp/pair; do
+  [ "$tree" = /tmp/pair ] && ! grep -q "correctness: 0 failures" /tmp/check_pair.txt && continue
+  echo "== bench $tree" >> "$L"; bench $tree "$S" >> "$L"
 done
-grep -q "correctness: 0 failures" $C/check_dsmla_pf.txt && { echo "== dsmla_pf" >> "$L"; bench /tmp/dsmla_pf "$SPARSE" >> "$L"; }
-# the producer kernel: a hang shows as a timeout of its check (kept short)
-grep -q "correctness: 0 failures" $C/check_producer.txt && { echo "== producer" >> "$L"; bench /tmp/producer "$SPARSE sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h16" >> "$L"; }
-echo "== HEAD again" >> "$L"; bench . "b128_h128_s8192 b1_h128_s65536 b32_h128_s4096 sparse_ds_mla_b128_sq1_h128" >> "$L"
-# where the pair loop's time goes (HEAD), and the seesaw phases with the prefetch
-echo "== pair probe (HEAD)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 10 >> "$L" 2>&1
-echo "== phase probe (seesaw_pf)" >> "$L"; (cd /tmp/seesaw_pf && timeout 60 python3 tools/phase_probe.py) >> "$L" 2>&1
-# every check log, for a failure
-cat $C/*.txt > $OUT/checks.txt
+# where the time goes: HEAD's ring and the pair, ds_mla b128 s_q1 h128
+echo "== hotspots HEAD" >> "$L"
+timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse --top 16 --out /tmp >> "$L" 2>&1
+gzip -c /tmp/hotspots_source.csv > $OUT/hotspots_head.csv.gz
+if grep -q "correctness: 0 failures" /tmp/check_pair.txt; then
+  echo "== hotspots pair" >> "$L"
+  (cd /tmp/pair && timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse \
+     --top 16 --out /tmp/pair) >> "$L" 2>&1
+  gzip -c /tmp/pair/hotspots_source.csv > $OUT/hotspots_pair.csv.gz
+fi
+cp /tmp/check_pair.txt $OUT/checks.txt
