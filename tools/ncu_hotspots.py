@@ -10,9 +10,11 @@ A warp-specialised kernel shows each warpgroup's waits on its own instructions
 and wgmma waits), which is what the per-kernel stall ratios cannot separate.
 
     PYTHONPATH=. python3 tools/ncu_hotspots.py CASE KERNEL_REGEX [--top 40] [--out DIR]
+    python3 tools/ncu_hotspots.py - - --csv hotspots_source.csv.gz     (a saved CSV, no GPU)
 """
 import argparse
 import csv
+import gzip
 import io
 import os
 import subprocess
@@ -44,20 +46,40 @@ def report(csv_text, top):
     head, body = rows[start], [r for r in rows[start + 1:] if len(r) == len(rows[start])]
     col = {name: i for i, name in enumerate(head)}
     total_name = next(n for n in head if n.startswith("Warp Stall Sampling (All"))
-    reasons = [n for n in head if n.startswith("stall_") or n.startswith("smsp__pcsamp_warps_issue_stalled")]
-    total = sum(number(r[col[total_name]]) for r in body) or 1.0
+    reasons = [n for n in head if (n.startswith("stall_") or n.startswith("smsp__pcsamp_warps_issue_stalled"))
+               and "Not Issued" not in n]
+    short = lambda n: n.replace("smsp__pcsamp_warps_issue_stalled_", "").replace("stall_", "")
+    samples = [number(r[col[total_name]]) for r in body]
+    total = sum(samples) or 1.0
+    base = int(body[0][col["Address"]], 16) if "Address" in col else 0
+    offset = lambda r: int(r[col["Address"]], 16) - base if "Address" in col else 0
     print(f"{len(body)} SASS instructions, {total:.0f} samples ({total_name})")
-    if reasons:
-        sums = sorted(((sum(number(r[col[n]]) for r in body), n) for n in reasons), reverse=True)
-        print("by reason: " + ", ".join(f"{n.replace('smsp__pcsamp_warps_issue_stalled_', '')} "
-                                         f"{100 * s / total:.1f}%" for s, n in sums[:12] if s > 0))
-    body.sort(key=lambda r: -number(r[col[total_name]]))
-    for r in body[:top]:
-        s = number(r[col[total_name]])
+
+    def reasons_of(rs):
+        sums = sorted(((sum(number(r[col[n]]) for r in rs), n) for n in reasons), reverse=True)
+        t = sum(number(r[col[total_name]]) for r in rs) or 1.0
+        return ", ".join(f"{short(n)} {100 * v / t:.0f}%" for v, n in sums[:6] if v > 0)
+
+    print("by reason: " + reasons_of(body))
+    # Regions: a warp-specialised kernel's warpgroups run disjoint code, each
+    # entered at its setmaxnreg (USETMAXREG); offsets are from the kernel's
+    # first instruction, as nvdisasm prints them for the same cubin.
+    cuts = [(0, "prologue")] + [(offset(r), r[col["Source"]].strip()[:40]) for r in body
+                                if "USETMAXREG" in r[col["Source"]]]
+    if len(cuts) > 1:
+        print("by region (from each USETMAXREG; a region runs to the next):")
+        for k, (at, name) in enumerate(cuts):
+            end = cuts[k + 1][0] if k + 1 < len(cuts) else float("inf")
+            rs = [r for r in body if at <= offset(r) < end]
+            share = sum(number(r[col[total_name]]) for r in rs) / total
+            print(f"  {at:6x} {name:40s} {100 * share:5.1f}%  {reasons_of(rs)}")
+    order = sorted(range(len(body)), key=lambda i: -samples[i])
+    for i in order[:top]:
+        r = body[i]
         why = sorted(((number(r[col[n]]), n) for n in reasons), reverse=True)[:3]
-        why = ", ".join(f"{n.replace('smsp__pcsamp_warps_issue_stalled_', '')} {v:.0f}" for v, n in why if v > 0)
-        print(f"{r[col['Address']] if 'Address' in col else '?':>8} {100 * s / total:5.1f}%  "
-              f"{r[col['Source']].strip()[:70]:70s}  {why}")
+        why = ", ".join(f"{short(n)} {v:.0f}" for v, n in why if v > 0)
+        print(f"{offset(r):6x} {100 * samples[i] / total:5.1f}%  x{r[col['Instructions Executed']] if 'Instructions Executed' in col else '?':>8}  "
+              f"{r[col['Source']].strip()[:64]:64s}  {why}")
 
 
 def main():
@@ -66,7 +88,13 @@ def main():
     p.add_argument("kernel", help="regex of the kernel's name")
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--out", default="/tmp", help="where the .ncu-rep and the CSV go")
+    p.add_argument("--csv", help="report a saved source-page CSV (.gz too) instead of profiling (no GPU)")
     args, extra = p.parse_known_args()
+    if args.csv:
+        opener = gzip.open if args.csv.endswith(".gz") else open
+        with opener(args.csv, "rt") as f:
+            report(f.read(), args.top)
+        return
     text = run_ncu(args.case, args.kernel, args.out, extra)
     with open(os.path.join(args.out, "hotspots_source.csv"), "w") as f:
         f.write(text)
