@@ -89,3 +89,25 @@ def test_each_schedule_renders_its_own_kernel(key):
     assert 'dense MLA decode, "seesaw"' in src and "constexpr int BLOCK_N = 64;" in src
     assert 'dense MLA decode, "seesaw"' not in ring_src and "constexpr int BLOCK_N = 32;" in ring_src
     assert launch_config(key).block_n == 64 and launch_config(ring).block_n == 32
+
+
+@pytest.mark.parametrize("pair", [None, 3], ids=["phases", "pair"])
+def test_phase_probe_instruments_the_seesaw(pair):
+    """tools/phase_probe.py stamps lines of the seesaw kernel found by anchor
+    text: every anchor is still there once (it asserts so) and the instrumented
+    source compiles, so a kernel edit that moves one shows here, not on the GPU."""
+    import sys
+    from pathlib import Path
+
+    from cupy.cuda import nvrtc
+
+    from mla_cupy.compiler import BASE_OPTIONS
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import phase_probe
+    src = phase_probe.instrumented_source(pair)
+    assert src.count("g_prof[") == 1 + (len(phase_probe.PAIR_STEPS) if pair is not None else 8)
+    prog = nvrtc.createProgram(src, "probe.cu", [], [])
+    try:
+        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
+    finally:
+        nvrtc.destroyProgram(prog)

@@ -24,15 +24,16 @@ import sys
 import numpy as np
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper_seesaw"
-SLOTS = 16     # stamps per CTA: warpgroup w uses slots 8w .. 8w + 7
+PER_WG = 16    # stamps per warpgroup: warpgroup w uses slots PER_WG w .. PER_WG w + PER_WG - 1
+SLOTS = 2 * PER_WG
 
 
 def stamp(k, clock="globaltimer", cond="true"):
-    """A stamp in slot 8 * warpgroup + k by thread 0 of each warpgroup."""
+    """A stamp in slot PER_WG * warpgroup + k by thread 0 of each warpgroup."""
     return (f"if (({cond}) && (threadIdx.x & 127) == 0) {{ unsigned long long _t; "
             f"asm volatile(\"mov.u64 %0, %%{clock};\" : \"=l\"(_t)); "
             f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
-            f"[(threadIdx.x >> 7) * 8 + {k}] = _t; }}\n")
+            f"[(threadIdx.x >> 7) * {PER_WG} + {k}] = _t; }}\n")
 
 
 def insert(src, anchor, text, *, before=False, count=1):
@@ -62,6 +63,8 @@ PAIR_STEPS = [
     (0, "        issue_pv(p, ta);\n        wgmma_commit();\n        // warpgroup 1's max", "P(a)V_L(a) queued"),
     (0, "        bar_sync(BAR_M1);\n", "max of wg1 in"),
     (0, "        wgmma_wait<0>();                      // P(a) V_L(a) done", "P(a)V_L(a) done"),
+    (0, "        if (ta + NUM_STAGES < num_tiles) refill(ta + NUM_STAGES, 0, page_a);\n", "a's left half refilled"),
+    (0, "        rescale_rows(o, scale1[0], scale1[1]);\n", "O_L rescaled by wg1's max"),
     (0, "            bar_sync(BAR_P1);\n", "P(b) in"),
     (0, "            if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n", "P(b)V_L(b) done"),
     (0, "        page_a = page_of(ta + NUM_STAGES + 2);\n        page_b = page_of(tb + NUM_STAGES + 2);\n    };\n    auto pair_wg1", "S(a+2) done"),
@@ -99,12 +102,12 @@ def instrumented_source(pair):
 
 def report_phases(name, p, a):
     t0 = a[:, 0].min()
-    print(f"{name} P={p}: {len(a)} CTAs, kernel span {(a[:, [5, 13]].max() - t0) / 1e3:.1f} us, "
+    print(f"{name} P={p}: {len(a)} CTAs, kernel span {(a[:, [5, PER_WG + 5]].max() - t0) / 1e3:.1f} us, "
           f"entry spread {(a[:, 0].max() - t0) / 1e3:.1f} us (median {(np.median(a[:, 0]) - t0) / 1e3:.1f})")
     for wg in (0, 1):
-        d = np.diff(a[:, wg * 8: wg * 8 + 6], axis=1) / 1e3
+        d = np.diff(a[:, wg * PER_WG: wg * PER_WG + 6], axis=1) / 1e3
         if wg == 1:
-            d[:, 0] = (a[:, 9] - a[:, 0]) / 1e3
+            d[:, 0] = (a[:, PER_WG + 1] - a[:, 0]) / 1e3
         print(f"   wg{wg}: " + "  ".join(f"{n} {np.median(d[:, j]):.2f} [{np.percentile(d[:, j], 5):.2f}, "
                                           f"{d[:, j].max():.2f}]" for j, n in enumerate(PHASES)))
     ends = (a[:, 5] - t0) / 1e3
@@ -112,7 +115,7 @@ def report_phases(name, p, a):
 
 
 def report_pair(name, p, a, pair):
-    a = a[(a[:, 0] > 0) & (a[:, 8] > 0)]
+    a = a[(a[:, 0] > 0) & (a[:, PER_WG] > 0)]
     print(f"{name} P={p}: pair {pair} in {len(a)} CTAs (clock64 cycles; wg0's entry = 0)")
     t0 = a[:, 0:1]
     steps = [(wg, label) for wg, _, label in PAIR_STEPS]
@@ -120,8 +123,8 @@ def report_pair(name, p, a, pair):
     for wg, label in steps:
         k = slot[wg]
         slot[wg] += 1
-        col = a[:, 8 * wg + k]
-        since = col - a[:, 8 * wg + k - 1] if k > 0 else col - t0[:, 0]
+        col = a[:, PER_WG * wg + k]
+        since = col - a[:, PER_WG * wg + k - 1] if k > 0 else col - t0[:, 0]
         print(f"   wg{wg} {label:20s} at {np.median(col - t0[:, 0]):7.0f}  (+{np.median(since):6.0f})")
 
 
