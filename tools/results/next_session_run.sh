@@ -73,3 +73,5 @@ if passed pair; then
      --top 16 --out /tmp/pair) >> "$L" 2>&1
   gzip -c /tmp/pair/hotspots_source.csv > $OUT/hotspots_pair.csv.gz
 fi
+# issue 8: the seesaw pair's hand-overs, with the two new stamps in warpgroup 0
+echo "== pair probe (HEAD seesaw)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 >> "$L" 2>&1
