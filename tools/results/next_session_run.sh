@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Two device calls for the three patches prepared on 2026-12-01 (seventh session), each on
-# HEAD in its own copy (combining them: commit one, apply the next with `git apply --3way`;
-# the index patch and the pair patch rewrite the same loop, merge those by hand):
-#   pair   next_pair_schedule.patch          sparse fp8_ds_mla at 128·k heads: two CTAs of a
+# Two device calls for the patches prepared on 2026-12-01 (seventh session), each tree in its
+# own copy of HEAD (combining them: commit one, apply the next with `git apply --3way`; the
+# index patch rewrites the loop the raw and pair patches change too, merge it by hand):
+#   raw    next_raw_cp_async.patch           fp8_ds_mla producer: records by cp.async, not UBLKCP
+#   pair   raw + next_pair_schedule.patch    sparse fp8_ds_mla at 128·k heads: two CTAs of a
 #                                            cluster, each dequantising half of every tile into both
+#          (next_pair_schedule_bulk.patch: the same on HEAD's bulk copies, if raw fails)
 #   dense  next_dense_ds_mla_producer.patch  dense fp8_ds_mla on the producer warpgroup
 #   index  next_index_after_release.patch    sparse producers load indices after a release
 # NOTES.md has each design and its prediction.
@@ -11,22 +13,25 @@
 #   PHASE=check OUT=$OUT bash tools/results/next_session_run.sh
 #       every variant compiled in each tree, then hopper_check (short timeouts: a hang shows as
 #       a timeout), the GPU tests that cover each patch, memcheck of the pair; ~6 minutes
-#   PHASE=bench PASSED="pair dense index" OUT=$OUT bash tools/results/next_session_run.sh
+#   PHASE=bench PASSED="raw pair dense index" OUT=$OUT bash tools/results/next_session_run.sh
 #       the patches that passed, timed beside HEAD in the same run, and where the time goes in
 #       HEAD's sparse ds_mla kernel (and the pair's); ~6 minutes
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
 L=$OUT/log.txt; : > "$L"
-declare -A PATCH=([pair]=next_pair_schedule.patch [dense]=next_dense_ds_mla_producer.patch
-                  [index]=next_index_after_release.patch)
-for v in pair dense index; do
-  rm -rf /tmp/$v && cp -r . /tmp/$v && (cd /tmp/$v && git apply tools/results/${PATCH[$v]}) \
-    || echo "$v: patch failed" >> "$L"
+declare -A PATCH=([raw]="next_raw_cp_async.patch" [pair]="next_raw_cp_async.patch next_pair_schedule.patch"
+                  [dense]=next_dense_ds_mla_producer.patch [index]=next_index_after_release.patch)
+for v in raw pair dense index; do
+  rm -rf /tmp/$v && cp -r . /tmp/$v
+  for p in ${PATCH[$v]}; do (cd /tmp/$v && git apply tools/results/$p) || echo "$v: $p failed" >> "$L"; done
 done
 
 if [ "${PHASE:-check}" = check ]; then
-  for t in . /tmp/pair /tmp/dense /tmp/index; do
-    (cd $t && timeout 200 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L" &
+  # HEAD's variants first; the trees then compile only what their patches change
+  # (CuPy's cache is keyed by the rendered source)
+  timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
+  for t in /tmp/raw /tmp/pair /tmp/dense /tmp/index; do
+    (cd $t && timeout 150 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L" &
   done
   wait
   # the GPU work of the checks is small: the three trees side by side
@@ -36,19 +41,23 @@ if [ "${PHASE:-check}" = check ]; then
      > /tmp/check_dense.txt 2>&1) &
   (cd /tmp/index && { timeout 90 python3 tools/hopper_check.py --quick --schedule ring; echo "[exit $?]"; } \
      > /tmp/check_index.txt 2>&1) &
+  (cd /tmp/raw && { timeout 150 python3 tools/hopper_check.py --schedule ring; echo "[exit $?]"; } \
+     > /tmp/check_raw.txt 2>&1) &
   wait
   ok() { grep -q "correctness: 0 failures" /tmp/check_$1.txt && ! grep -q "\[exit [1-9]" /tmp/check_$1.txt; }
-  for v in pair dense index; do echo "== check $v: $(grep -h 'correctness:\|\[exit' /tmp/check_$v.txt | tr '\n' ' ')" >> "$L"; done
+  for v in raw pair dense index; do echo "== check $v: $(grep -h 'correctness:\|\[exit' /tmp/check_$v.txt | tr '\n' ' ')" >> "$L"; done
   ok pair && (cd /tmp/pair && timeout 150 python3 -m pytest -m gpu tests/test_gpu_sparse.py tests/test_gpu_fp8.py -q \
      -p no:cacheprovider 2>&1 | tail -2 | sed 's/^/pair pytest: /') >> "$L" &
   ok dense && (cd /tmp/dense && timeout 150 python3 -m pytest -m gpu tests/test_gpu_fp8.py tests/test_gpu_dense.py -q \
      -k "fp8 or longest" -p no:cacheprovider 2>&1 | tail -2 | sed 's/^/dense pytest: /') >> "$L" &
   ok index && (cd /tmp/index && timeout 150 python3 -m pytest -m gpu tests/test_gpu_sparse.py -q \
      -p no:cacheprovider 2>&1 | tail -2 | sed 's/^/index pytest: /') >> "$L" &
+  ok raw && (cd /tmp/raw && timeout 150 python3 -m pytest -m gpu tests/test_gpu_sparse.py tests/test_gpu_fp8.py -q \
+     -p no:cacheprovider 2>&1 | tail -2 | sed 's/^/raw pytest: /') >> "$L" &
   wait
   ok pair && (cd /tmp/pair && timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \
      python3 tools/memcheck_sparse.py 2>&1 | tail -1 | sed 's/^/pair memcheck: /') >> "$L"
-  cat /tmp/check_pair.txt /tmp/check_dense.txt /tmp/check_index.txt > $OUT/checks.txt
+  cat /tmp/check_raw.txt /tmp/check_pair.txt /tmp/check_dense.txt /tmp/check_index.txt > $OUT/checks.txt
   exit 0
 fi
 
@@ -58,8 +67,9 @@ S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b64_sq2
 BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
 D16="--batch-size 128 --num-heads 16 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
 D128="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
-echo "== HEAD" >> "$L"; bench . "$S b128_h16_s8192" >> "$L"; bench . "$BF" >> "$L"
+echo "== HEAD" >> "$L"; bench . "$S sparse_ds_mla_b128_sq1_h64 b128_h16_s8192" >> "$L"; bench . "$BF" >> "$L"
 bench . "$D16" >> "$L"; bench . "$D128" >> "$L"
+passed raw && { echo "== raw" >> "$L"; bench /tmp/raw "$S sparse_ds_mla_b128_sq1_h64" >> "$L"; }
 passed pair && { echo "== pair" >> "$L"; bench /tmp/pair "$S" >> "$L"; }
 passed index && { echo "== index" >> "$L"; bench /tmp/index "$BF" >> "$L"; bench /tmp/index "sparse_ds_mla_b128_sq1_h128" >> "$L"; }
 passed dense && { echo "== dense" >> "$L"; bench /tmp/dense "$D16" >> "$L"; bench /tmp/dense "$D128" >> "$L"; }
