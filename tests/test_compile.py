@@ -91,8 +91,9 @@ def test_each_schedule_renders_its_own_kernel(key):
     assert launch_config(key).block_n == 64 and launch_config(ring).block_n == 32
 
 
-@pytest.mark.parametrize("pair", [None, 3], ids=["phases", "pair"])
-def test_phase_probe_instruments_the_seesaw(pair):
+@pytest.mark.parametrize("pair,per_warp", [(None, False), (3, False), (3, True)],
+                         ids=["phases", "pair", "pair_per_warp"])
+def test_phase_probe_instruments_the_seesaw(pair, per_warp):
     """tools/phase_probe.py stamps lines of the seesaw kernel found by anchor
     text: every anchor is still there once (it asserts so) and the instrumented
     source compiles, so a kernel edit that moves one shows here, not on the GPU."""
@@ -104,7 +105,7 @@ def test_phase_probe_instruments_the_seesaw(pair):
     from mla_cupy.compiler import BASE_OPTIONS
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     import phase_probe
-    src = phase_probe.instrumented_source(pair)
+    src = phase_probe.instrumented_source(pair, per_warp)
     assert src.count("g_prof[") == 1 + (len(phase_probe.PAIR_STEPS) if pair is not None else 8)
     prog = nvrtc.createProgram(src, "probe.cu", [], [])
     try:

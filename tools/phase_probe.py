@@ -16,7 +16,11 @@ bench cases.
 The anchors are lines of kernels/hopper/mla_decode_seesaw.cu.j2; an assert names
 one that moved.
 
-    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 10]
+* ``--pair N --per-warp``: the same stamps by every warp (lane 0), each step's
+  median per warp: a named barrier waits for the last warp, which the first
+  thread's stamps do not show.
+
+    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp]]
 """
 import argparse
 import sys
@@ -25,7 +29,8 @@ import numpy as np
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper_seesaw"
 PER_WG = 16    # stamps per warpgroup: warpgroup w uses slots PER_WG w .. PER_WG w + PER_WG - 1
-SLOTS = 2 * PER_WG
+PER_WARP = 12  # --per-warp: warp v (0..7) uses slots PER_WARP v .. PER_WARP v + PER_WARP - 1
+SLOTS = 8 * PER_WARP
 
 
 def stamp(k, clock="globaltimer", cond="true"):
@@ -34,6 +39,14 @@ def stamp(k, clock="globaltimer", cond="true"):
             f"asm volatile(\"mov.u64 %0, %%{clock};\" : \"=l\"(_t)); "
             f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
             f"[(threadIdx.x >> 7) * {PER_WG} + {k}] = _t; }}\n")
+
+
+def stamp_warp(k, clock="clock64", cond="true"):
+    """A stamp in slot PER_WARP * warp + k by lane 0 of each warp."""
+    return (f"if (({cond}) && (threadIdx.x & 31) == 0) {{ unsigned long long _t; "
+            f"asm volatile(\"mov.u64 %0, %%{clock};\" : \"=l\"(_t)); "
+            f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
+            f"[(threadIdx.x >> 5) * {PER_WARP} + {k}] = _t; }}\n")
 
 
 def insert(src, anchor, text, *, before=False, count=1):
@@ -79,25 +92,28 @@ PAIR_STEPS = [
 ]
 
 
-def instrument_pair(src, pair):
+def instrument_pair(src, pair, per_warp=False):
     """A clock64 stamp after the line where each PAIR_STEPS anchor starts (the
-    anchor, unique in the source, may run over several lines to be so)."""
+    anchor, unique in the source, may run over several lines to be so); with
+    per_warp, by every warp of the warpgroup instead of its first thread."""
     slot = {0: 0, 1: 0}
     for wg, anchor, _ in PAIR_STEPS:
         assert src.count(anchor) == 1, (anchor, src.count(anchor))
         at = src.index("\n", src.index(anchor)) + 1
-        src = src[:at] + stamp(slot[wg], "clock64", f"pr == {pair}") + src[at:]
+        mark = stamp_warp if per_warp else stamp
+        src = src[:at] + mark(slot[wg], "clock64", f"pr == {pair}") + src[at:]
         slot[wg] += 1
+    assert max(slot.values()) <= (PER_WARP if per_warp else PER_WG)
     return src
 
 
-def instrumented_source(pair):
+def instrumented_source(pair, per_warp=False):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     src = render(parse(NAME))
     src = src.replace('extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\n'
                       'extern "C" __global__', 1)
-    return instrument_pair(src, pair) if pair is not None else instrument_phases(src)
+    return instrument_pair(src, pair, per_warp) if pair is not None else instrument_phases(src)
 
 
 def report_phases(name, p, a):
@@ -128,16 +144,32 @@ def report_pair(name, p, a, pair):
         print(f"   wg{wg} {label:20s} at {np.median(col - t0[:, 0]):7.0f}  (+{np.median(since):6.0f})")
 
 
+def report_pair_warps(name, p, a, pair):
+    """Each step's median cycle per warp (4 a warpgroup), from warp 0's entry: a
+    hand-over waits for the last warp to arrive, which the first thread's
+    stamps cannot show."""
+    a = a[(a[:, 0] > 0) & (a[:, 4 * PER_WARP] > 0)]
+    print(f"{name} P={p}: pair {pair} in {len(a)} CTAs, per warp (clock64 cycles; warp 0's entry = 0)")
+    t0 = a[:, 0]
+    slot = {0: 0, 1: 0}
+    for wg, _, label in PAIR_STEPS:
+        k = slot[wg]
+        slot[wg] += 1
+        cols = [np.median(a[:, PER_WARP * (4 * wg + v) + k] - t0) for v in range(4)]
+        print(f"   wg{wg} {label:28s} " + " ".join(f"{c:7.0f}" for c in cols))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", type=int, default=None, help="stamp the hand-overs of this pair instead")
+    ap.add_argument("--per-warp", action="store_true", help="with --pair: every warp's stamps, not the first thread's")
     args = ap.parse_args()
     import cupy
     sys.path.insert(0, "tools")
     from mla_cupy import bench, compiler
     from mla_cupy.variants import parse
     from split_sweep import call_with
-    src = instrumented_source(args.pair)
+    src = instrumented_source(args.pair, args.per_warp)
     mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
                          backend="nvrtc")
     k = mod.get_function(NAME)
@@ -160,6 +192,8 @@ def main():
         a = a[a[:, 0] > 0]
         if args.pair is None:
             report_phases(name, p, a)
+        elif args.per_warp:
+            report_pair_warps(name, p, a, args.pair)
         else:
             report_pair(name, p, a, args.pair)
 

@@ -87,3 +87,4 @@ if passed pair; then
 fi
 # issue 8: the seesaw pair's hand-overs, with the two new stamps in warpgroup 0
 echo "== pair probe (HEAD seesaw)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 >> "$L" 2>&1
+echo "== pair probe per warp" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp >> "$L" 2>&1
