@@ -14,8 +14,10 @@
 #       every variant compiled in each tree, then hopper_check (short timeouts: a hang shows as
 #       a timeout), the GPU tests that cover each patch, memcheck of the pair; ~6 minutes
 #   PHASE=bench PASSED="raw pair dense index" OUT=$OUT bash tools/results/next_session_run.sh
-#       the patches that passed, timed beside HEAD in the same run, and where the time goes in
-#       HEAD's sparse ds_mla kernel (and the pair's); ~6 minutes
+#       the patches that passed, timed beside HEAD in the same run; ~6 minutes
+#   PHASE=profile PASSED=... OUT=$OUT bash tools/results/next_session_run.sh
+#       stall samples by region of the pair's kernel (else HEAD's), and the seesaw pair
+#       probe by first thread and per warp (issue 8); ~4 minutes
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
 L=$OUT/log.txt; : > "$L"
@@ -69,6 +71,7 @@ S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b64_sq2
 BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
 D16="--batch-size 128 --num-heads 16 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
 D128="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
+if [ "${PHASE}" = bench ]; then
 echo "== HEAD" >> "$L"; bench . "$S sparse_ds_mla_b128_sq1_h64 b128_h16_s8192" >> "$L"; bench . "$BF" >> "$L"
 bench . "$D16" >> "$L"; bench . "$D128" >> "$L"
 passed raw && { echo "== raw" >> "$L"; bench /tmp/raw "$S sparse_ds_mla_b128_sq1_h64" >> "$L"; }
@@ -76,15 +79,20 @@ passed pair && { echo "== pair" >> "$L"; bench /tmp/pair "$S" >> "$L"; }
 passed index && { echo "== index" >> "$L"; bench /tmp/index "$BF" >> "$L"; bench /tmp/index "sparse_ds_mla_b128_sq1_h128" >> "$L"; }
 passed dense && { echo "== dense" >> "$L"; bench /tmp/dense "$D16" >> "$L"; bench /tmp/dense "$D128" >> "$L"; }
 echo "== HEAD again" >> "$L"; bench . "sparse_ds_mla_b128_sq1_h128" >> "$L"; bench . "$BF" >> "$L"
-echo "== hotspots HEAD" >> "$L"
-timeout 100 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse --top 16 --out /tmp >> "$L" 2>&1
-gzip -c /tmp/hotspots_source.csv > $OUT/hotspots_head.csv.gz
+exit 0
+fi
+
+# PHASE=profile: where the time goes (the pair's sparse kernel if it passed, else HEAD's),
+# and the seesaw pair's hand-overs (issue 8), by first thread and by warp
 if passed pair; then
   echo "== hotspots pair" >> "$L"
-  (cd /tmp/pair && timeout 100 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse \
+  (cd /tmp/pair && timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse \
      --top 16 --out /tmp/pair) >> "$L" 2>&1
   gzip -c /tmp/pair/hotspots_source.csv > $OUT/hotspots_pair.csv.gz
+else
+  echo "== hotspots HEAD" >> "$L"
+  timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse --top 16 --out /tmp >> "$L" 2>&1
+  gzip -c /tmp/hotspots_source.csv > $OUT/hotspots_head.csv.gz
 fi
-# issue 8: the seesaw pair's hand-overs, with the two new stamps in warpgroup 0
 echo "== pair probe (HEAD seesaw)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 >> "$L" 2>&1
 echo "== pair probe per warp" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp >> "$L" 2>&1
