@@ -112,3 +112,24 @@ def test_phase_probe_instruments_the_seesaw(pair, per_warp):
         nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
     finally:
         nvrtc.destroyProgram(prog)
+
+
+def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
+    """tools/producer_ceiling.py removes the wgmma issue helpers' bodies of the
+    sparse ds_mla kernel: both helpers are found once and the result compiles."""
+    import sys
+    from pathlib import Path
+
+    from cupy.cuda import nvrtc
+
+    from mla_cupy.compiler import BASE_OPTIONS
+    from mla_cupy.variants import parse
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import producer_ceiling
+    src = producer_ceiling.stripped_source(render(parse("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper")))
+    assert src.count(" return;") >= 2
+    prog = nvrtc.createProgram(src, "ceiling.cu", [], [])
+    try:
+        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
+    finally:
+        nvrtc.destroyProgram(prog)

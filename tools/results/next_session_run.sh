@@ -94,5 +94,8 @@ else
   timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse --top 16 --out /tmp >> "$L" 2>&1
   gzip -c /tmp/hotspots_source.csv > $OUT/hotspots_head.csv.gz
 fi
+echo "== producer ceiling (HEAD)" >> "$L"; timeout 90 python3 tools/producer_ceiling.py >> "$L" 2>&1
+passed pair && { echo "== producer ceiling (pair)" >> "$L"
+  (cd /tmp/pair && timeout 90 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128) >> "$L" 2>&1; }
 echo "== pair probe (HEAD seesaw)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 >> "$L" 2>&1
 echo "== pair probe per warp" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp >> "$L" 2>&1
