@@ -8,6 +8,8 @@
 #          (next_pair_schedule_bulk.patch: the same on HEAD's bulk copies, if raw fails)
 #   dense  next_dense_ds_mla_producer.patch  dense fp8_ds_mla on the producer warpgroup
 #   index  next_index_after_release.patch    sparse producers load indices after a release
+#   stack  raw + pair + next_index_after_release_on_pair.patch + next_dense_ds_mla_producer_on_pair.patch
+#          (the landing order; hopper_check --quick of all schedules)
 # NOTES.md has each design and its prediction.
 # Usage (device machine, repository root; .whl not needed; timeout_s 600 each):
 #   PHASE=check OUT=$OUT bash tools/results/next_session_run.sh
@@ -22,8 +24,10 @@ set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1
 L=$OUT/log.txt; : > "$L"
 declare -A PATCH=([raw]="next_raw_cp_async.patch" [pair]="next_raw_cp_async.patch next_pair_schedule.patch"
-                  [dense]=next_dense_ds_mla_producer.patch [index]=next_index_after_release.patch)
-for v in raw pair dense index; do
+                  [dense]=next_dense_ds_mla_producer.patch [index]=next_index_after_release.patch
+                  [stack]="next_raw_cp_async.patch next_pair_schedule.patch next_index_after_release_on_pair.patch
+                           next_dense_ds_mla_producer_on_pair.patch")
+for v in raw pair dense index stack; do
   rm -rf /tmp/$v && cp -r . /tmp/$v
   for p in ${PATCH[$v]}; do (cd /tmp/$v && git apply tools/results/$p) || echo "$v: $p failed" >> "$L"; done
 done
@@ -32,7 +36,7 @@ if [ "${PHASE:-check}" = check ]; then
   # HEAD's variants first; the trees then compile only what their patches change
   # (CuPy's cache is keyed by the rendered source)
   timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
-  for t in /tmp/raw /tmp/pair /tmp/dense /tmp/index; do
+  for t in /tmp/raw /tmp/pair /tmp/dense /tmp/index /tmp/stack; do
     (cd $t && timeout 150 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L" &
   done
   wait
@@ -45,11 +49,13 @@ if [ "${PHASE:-check}" = check ]; then
      > /tmp/check_index.txt 2>&1) &
   (cd /tmp/raw && { timeout 150 python3 tools/hopper_check.py --schedule ring; echo "[exit $?]"; } \
      > /tmp/check_raw.txt 2>&1) &
+  (cd /tmp/stack && { timeout 150 python3 tools/hopper_check.py --quick; echo "[exit $?]"; } \
+     > /tmp/check_stack.txt 2>&1) &
   wait
   # every hopper_check run of the tree ended, with 0 failures
   ok() { grep -q "correctness:" /tmp/check_$1.txt && ! grep "correctness:" /tmp/check_$1.txt | grep -qv " 0 failures" \
          && ! grep -q "\[exit [1-9]" /tmp/check_$1.txt; }
-  for v in raw pair dense index; do echo "== check $v: $(grep -h 'correctness:\|\[exit' /tmp/check_$v.txt | tr '\n' ' ')" >> "$L"; done
+  for v in raw pair dense index stack; do echo "== check $v: $(grep -h 'correctness:\|\[exit' /tmp/check_$v.txt | tr '\n' ' ')" >> "$L"; done
   ok pair && (cd /tmp/pair && timeout 150 python3 -m pytest -m gpu tests/test_gpu_sparse.py tests/test_gpu_fp8.py -q \
      -p no:cacheprovider 2>&1 | tail -2 | sed 's/^/pair pytest: /') >> "$L" &
   ok dense && (cd /tmp/dense && timeout 150 python3 -m pytest -m gpu tests/test_gpu_fp8.py tests/test_gpu_dense.py -q \
@@ -61,7 +67,8 @@ if [ "${PHASE:-check}" = check ]; then
   wait
   ok pair && (cd /tmp/pair && timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \
      python3 tools/memcheck_sparse.py 2>&1 | tail -1 | sed 's/^/pair memcheck: /') >> "$L"
-  cat /tmp/check_raw.txt /tmp/check_pair.txt /tmp/check_dense.txt /tmp/check_index.txt > $OUT/checks.txt
+  cat /tmp/check_raw.txt /tmp/check_pair.txt /tmp/check_dense.txt /tmp/check_index.txt /tmp/check_stack.txt \
+    > $OUT/checks.txt
   exit 0
 fi
 
@@ -78,6 +85,8 @@ passed raw && { echo "== raw" >> "$L"; bench /tmp/raw "$S sparse_ds_mla_b128_sq1
 passed pair && { echo "== pair" >> "$L"; bench /tmp/pair "$S" >> "$L"; }
 passed index && { echo "== index" >> "$L"; bench /tmp/index "$BF" >> "$L"; bench /tmp/index "sparse_ds_mla_b128_sq1_h128" >> "$L"; }
 passed dense && { echo "== dense" >> "$L"; bench /tmp/dense "$D16" >> "$L"; bench /tmp/dense "$D128" >> "$L"; }
+passed stack && { echo "== stack" >> "$L"; bench /tmp/stack "$S" >> "$L"; bench /tmp/stack "$BF" >> "$L"
+                  bench /tmp/stack "$D16" >> "$L"; }
 echo "== HEAD again" >> "$L"; bench . "sparse_ds_mla_b128_sq1_h128" >> "$L"; bench . "$BF" >> "$L"
 exit 0
 fi
