@@ -83,10 +83,10 @@ echo "== HEAD" >> "$L"; bench . "$S sparse_ds_mla_b128_sq1_h64 b128_h16_s8192" >
 bench . "$D16" >> "$L"; bench . "$D128" >> "$L"
 passed raw && { echo "== raw" >> "$L"; bench /tmp/raw "$S sparse_ds_mla_b128_sq1_h64" >> "$L"; }
 passed pair && { echo "== pair" >> "$L"; bench /tmp/pair "$S" >> "$L"; }
-passed index && { echo "== index" >> "$L"; bench /tmp/index "$BF" >> "$L"; bench /tmp/index "sparse_ds_mla_b128_sq1_h128" >> "$L"; }
+# (index alone is not timed: of the stack, only it touches the bf16 sparse kernel, so the
+#  stack's bf16 row measures it)
 passed dense && { echo "== dense" >> "$L"; bench /tmp/dense "$D16" >> "$L"; bench /tmp/dense "$D128" >> "$L"; }
-passed stack && { echo "== stack" >> "$L"; bench /tmp/stack "$S" >> "$L"; bench /tmp/stack "$BF" >> "$L"
-                  bench /tmp/stack "$D16" >> "$L"; }
+passed stack && { echo "== stack" >> "$L"; bench /tmp/stack "$S" >> "$L"; bench /tmp/stack "$BF" >> "$L"; }
 echo "== HEAD again" >> "$L"; bench . "sparse_ds_mla_b128_sq1_h128" >> "$L"; bench . "$BF" >> "$L"
 exit 0
 fi
