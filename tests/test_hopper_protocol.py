@@ -56,7 +56,7 @@ def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup), random_orde
     anywhere on the GPU: between two of its operations the other may run for
     as long as it likes)."""
     import random
-    policies = [("alternate", None), ("lead", 0), ("lead", 1)]
+    policies = [("alternate", None)] + [("lead", w) for w in range(len(warpgroups))]
     policies += [("random", random.Random(seed)) for seed in range(random_orders)]
     for policy in policies:
         result = _run_one(n, stages, warpgroups, policy)
@@ -66,18 +66,34 @@ def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup), random_orde
 
 
 def _run_one(n, stages, warpgroups, policy):
+    """One interleaving.  A warpgroup yields ``(op, barrier)`` for named barriers
+    ("sync" / "arrive", every warpgroup of the model a party) or ``(op,
+    barrier, phase)`` for mbarriers ("marrive"; "mwait" for the phase by its
+    parity, MBAR_PARTIES arrivals a phase)."""
     gens = [wg(n, stages) for wg in warpgroups]
-    blocked = [None, None]           # (barrier, phase) a warpgroup waits on
-    phase, members, done = {}, {}, [False, False]
-    last = 1
+    count = len(gens)
+    done = [False] * count
+    blocked = [None] * count             # ("bar", name, phase) or ("mbar", key, phase needed)
+    phase, members = {}, {}              # named barriers: completed phases, who joined this one
+    mphase, mcount = {}, {}              # mbarriers: completed phases, arrivals in this one
+    parties = 2                          # a named barrier joins two warpgroups
+
+    def free(w):
+        b = blocked[w]
+        if b is None:
+            return True
+        if b[0] == "bar":
+            return phase.get(b[1], 0) != b[2]
+        return mphase.get(b[1], 0) > b[2]
+
+    last = count - 1
     while True:
-        runnable = [w for w in (0, 1) if not done[w]
-                    and (blocked[w] is None or phase.get(blocked[w][0], 0) != blocked[w][1])]
+        runnable = [w for w in range(count) if not done[w] and free(w)]
         if not runnable:
             break
         kind, arg = policy
         if kind == "alternate":
-            w = next((x for x in (1 - last, last) if x in runnable))
+            w = next(x for x in [(last + k) % count for k in range(1, count + 1)] if x in runnable)
         elif kind == "lead":
             w = arg if arg in runnable else runnable[0]
         else:
@@ -85,19 +101,31 @@ def _run_one(n, stages, warpgroups, policy):
         last = w
         blocked[w] = None
         try:
-            op, bar = next(gens[w])
+            op, bar, *need = next(gens[w])
         except StopIteration:
             done[w] = True
             continue
-        joined = members.setdefault(bar, [])
-        if w in joined:
-            return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
-        joined.append(w)
-        if len(joined) == 2:
-            phase[bar] = phase.get(bar, 0) + 1
-            members[bar] = []
-        elif op == "sync":
-            blocked[w] = (bar, phase.get(bar, 0))
+        if op in ("sync", "arrive"):
+            joined = members.setdefault(bar, [])
+            if w in joined:
+                return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
+            joined.append(w)
+            if len(joined) == parties:
+                phase[bar] = phase.get(bar, 0) + 1
+                members[bar] = []
+            elif op == "sync":
+                blocked[w] = ("bar", bar, phase.get(bar, 0))
+        elif op == "marrive":
+            mcount[bar] = mcount.get(bar, 0) + 1
+            if mcount[bar] == MBAR_PARTIES[bar[0]]:
+                mphase[bar] = mphase.get(bar, 0) + 1
+                mcount[bar] = 0
+        else:                                # mwait for phase `need` by its parity
+            need = need[0]
+            if mphase.get(bar, 0) > need + 1:
+                return f"warpgroup {w} waits on {bar} phase {need}, lapped (phase {mphase[bar]})"
+            if mphase.get(bar, 0) <= need:
+                blocked[w] = ("mbar", bar, need)
     if not all(done):
         return f"deadlock: {blocked}"
     pending = {b: m for b, m in members.items() if m}
@@ -396,67 +424,8 @@ MBAR_PARTIES = {"full": 1, "empty": 2, "raw": 1}
 
 
 def run_producer(n, stages, warpgroups=(producer_wg0, producer_wg1, producer_wg2), random_orders=40):
-    """As :func:`run`, for three warpgroups and mbarriers."""
-    import random
-    policies = [("lead", w) for w in range(3)] + [("random", random.Random(seed)) for seed in range(random_orders)]
-    for policy in policies:
-        result = _run_producer_one(n, stages, warpgroups, policy)
-        if result != "ok":
-            return result
-    return "ok"
-
-
-def _run_producer_one(n, stages, warpgroups, policy):
-    gens = [wg(n, stages) for wg in warpgroups]
-    done = [False] * 3
-    blocked = [None] * 3                 # ("bar", name, phase) or ("mbar", key, phase needed)
-    phase, members = {}, {}              # named barriers: completed phases, who joined this one
-    mphase, mcount = {}, {}              # mbarriers: completed phases, arrivals in this one
-
-    def free(w):
-        b = blocked[w]
-        if b is None:
-            return True
-        if b[0] == "bar":
-            return phase.get(b[1], 0) != b[2]
-        return mphase.get(b[1], 0) > b[2]
-
-    while True:
-        runnable = [w for w in range(3) if not done[w] and free(w)]
-        if not runnable:
-            break
-        kind, arg = policy
-        w = (arg if arg in runnable else runnable[0]) if kind == "lead" else arg.choice(runnable)
-        blocked[w] = None
-        try:
-            op, bar, need = next(gens[w])
-        except StopIteration:
-            done[w] = True
-            continue
-        if op in ("sync", "arrive"):
-            joined = members.setdefault(bar, [])
-            if w in joined:
-                return f"warpgroup {w} joins {bar} phase {phase.get(bar, 0)} twice"
-            joined.append(w)
-            if len(joined) == 2:
-                phase[bar] = phase.get(bar, 0) + 1
-                members[bar] = []
-            elif op == "sync":
-                blocked[w] = ("bar", bar, phase.get(bar, 0))
-        elif op == "marrive":
-            mcount[bar] = mcount.get(bar, 0) + 1
-            if mcount[bar] == MBAR_PARTIES[bar[0]]:
-                mphase[bar] = mphase.get(bar, 0) + 1
-                mcount[bar] = 0
-        else:                                # mwait for phase `need` by its parity
-            if mphase.get(bar, 0) > need + 1:
-                return f"warpgroup {w} waits on {bar} phase {need}, lapped (phase {mphase[bar]})"
-            if mphase.get(bar, 0) <= need:
-                blocked[w] = ("mbar", bar, need)
-    if not all(done):
-        return f"deadlock: {blocked}"
-    pending = {b: m for b, m in members.items() if m}
-    return f"pending arrivals at exit: {pending}" if pending else "ok"
+    """:func:`run` with the producer kernel's three warpgroups by default."""
+    return run(n, stages, warpgroups, random_orders)
 
 
 @pytest.mark.parametrize("stages", [3, 4, 5])   # the kernel has 4 (static_assert NUM_STAGES >= 3)
