@@ -214,7 +214,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
-        smem_bytes=cfg.smem_bytes)
+        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
