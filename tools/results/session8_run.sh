@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Device calls of 2026-12-01 (eighth session), after the four prepared patches landed
+# (bbff1b4 raw cp.async, 3aeda8b pair, d1ea546 index after release, 506374d dense ds_mla producer).
+#   PHASE=verify  hopper_check of the pair (full list), every GPU test file, the dense/sparse/fp8
+#                 ones again forced onto the portable kernels, memcheck (now with a pair case and
+#                 a dense fp8_ds_mla case)
+#   PHASE=bench   the sparse suite beside FlashMLA (.whl carried), then the tree before the
+#                 four patches (reverse-applied) beside this one on the same cases
+#   PHASE=dense   the default suite beside both peers, then profiles
+set -u
+export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+L=$OUT/log.txt; : > "$L"
+if [ "${PHASE}" = verify ]; then
+  timeout 150 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
+  w=/tmp/w; mkdir -p $w
+  ( timeout 240 python3 tools/hopper_check.py --schedule pair > $w/check_pair.log 2>&1; echo "[exit $?]" >> $w/check_pair.log ) &
+  for f in tests/test_gpu_*.py; do n=$(basename $f .py)
+    ( timeout 360 python3 -m pytest -m gpu -q -p no:cacheprovider $f > $w/$n.log 2>&1; echo "[$n exit $?]" >> $w/$n.log ) &
+  done
+  for n in dense sparse fp8; do
+    ( MLA_CUPY_BACKEND=portable timeout 360 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_$n.py \
+        > $w/portable_$n.log 2>&1; echo "[portable $n exit $?]" >> $w/portable_$n.log ) &
+  done
+  wait
+  for f in $w/*.log; do echo "== $(basename $f)"; tail -3 $f; done >> "$L"
+  ( timeout 200 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tail -3 ) >> "$L"
+  cat $w/*.log > $OUT/all.txt
+  exit 0
+fi
+if [ "${PHASE}" = bench ]; then
+  rm -rf /tmp/old && cp -r . /tmp/old
+  for p in next_dense_ds_mla_producer_on_pair next_index_after_release_on_pair next_pair_schedule next_raw_cp_async; do
+    (cd /tmp/old && git apply -R tools/results/$p.patch) || echo "old: -R $p failed" >> "$L"
+  done
+  OUT=$OUT timeout 300 bash tools/gpu_bench.sh --suite sparse --repeats 30 > /dev/null 2>&1
+  grep -v "^#" $OUT/bench.log | cut -c1-160 >> "$L"
+  bench() { (cd $1 && timeout 100 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-120); }
+  S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h64"
+  BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
+  D16="--batch-size 128 --num-heads 16 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
+  D128="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
+  for t in /tmp/old .; do echo "== $t" >> "$L"
+    bench $t "$S" >> "$L"; bench $t "$BF" >> "$L"; bench $t "$D16" >> "$L"; bench $t "$D128" >> "$L"; done
+  exit 0
+fi
