@@ -41,5 +41,6 @@ if [ "${PHASE}" = bench ]; then
   D128="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 8192 --layout fp8_ds_mla"
   for t in /tmp/old .; do echo "== $t" >> "$L"
     bench $t "$S" >> "$L"; bench $t "$BF" >> "$L"; bench $t "$D16" >> "$L"; bench $t "$D128" >> "$L"; done
+  timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_sparse.py -k pair 2>&1 | tail -2 >> "$L"
   exit 0
 fi
