@@ -20,7 +20,7 @@ from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
 from .variants import (TILE_ROWS, CombineKey, DecodeKey, Layout, Schedule, Sparsity, hopper_supports, parse,
-                       pair_supports, resolve_backend, seesaw_supports)
+                       resolve_backend, seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -267,35 +267,26 @@ def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | 
 # s8192: h128 548 us seesaw vs 636 ring; h64 362 vs 350; h32 360 vs 340;
 # h16 342 vs 334).
 SEESAW_MIN_ROWS = 65
-PAIR_ROWS = 128         # a CTA pair: two 64-row tiles of one row group
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 
 def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
-    (``auto``, the default; ``ring``; ``seesaw``; ``pair``), where ``auto`` takes the
+    (``auto``, the default; ``ring``; ``seesaw``), where ``auto`` takes the
     seesaw for dense bf16/fp16 caches whose pages TMA can load
-    (tensor_map.box_rows) and row groups of SEESAW_MIN_ROWS or more, and the
-    pair for the variants it implements (variants.pair_supports) when a row
-    group is a whole number of CTA pairs (PAIR_ROWS: both CTAs of a cluster
-    then hold the same keys and rows); with batch_invariant the dispatcher
-    passes one token's heads, which no batch changes (the two dense schedules
-    round differently; the pair computes what the ring does).  A forced
-    schedule applies where it is implemented and possible, else the ring; on a
-    page size TMA cannot load a forced seesaw's launch reports it
-    (tensor_map.KvMapSource)."""
+    (tensor_map.box_rows) and row groups of SEESAW_MIN_ROWS or more (with
+    batch_invariant the dispatcher passes one token's heads, which no batch
+    changes: the two schedules round differently).  A forced
+    ``seesaw`` applies to the variants it implements; on a page size TMA
+    cannot load the launch reports it (tensor_map.KvMapSource)."""
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
-    seesaw = seesaw_supports(key)
-    pair = pair_supports(key) and group_rows % PAIR_ROWS == 0
+    possible = seesaw_supports(key)
     if chosen == "auto":
-        if seesaw and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS:
-            return Schedule.SEESAW
-        return Schedule.PAIR if pair else Schedule.RING
-    if chosen == "seesaw" and seesaw:
-        return Schedule.SEESAW
-    return Schedule.PAIR if chosen == "pair" and pair else Schedule.RING
+        return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
+                else Schedule.RING)
+    return Schedule.SEESAW if chosen == "seesaw" and possible else Schedule.RING
 
 
 def resident_ctas(layout: str = "bf16", d_qk: int = 576,

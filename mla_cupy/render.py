@@ -110,9 +110,8 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
 
 
 # (keys per tile, tile buffers) and template of each schedule (variants.Schedule)
-HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.PAIR: (32, 4)}
-HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
-                    Schedule.PAIR: HOPPER_DECODE_TEMPLATE}
+HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2)}
+HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2"}
 
 
 HOPPER_LOADS = ("cp_async", "tma")
@@ -211,7 +210,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         q_row_bytes=q_row_bytes(key), decode_params=abi.DECODE.signature(),
         raw=records.is_byte_record(key.layout), is_fp16=key.layout is not Layout.BF16,
         group_scale=records.scales_at(key.layout) is not None,
-        sparse=key.sparsity.value == "sparse", pair=key.schedule is Schedule.PAIR,
+        sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes)
 

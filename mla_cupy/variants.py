@@ -47,13 +47,9 @@ class Schedule(str, enum.Enum):
     computes every S and softmax over a ring of four 32-key tiles that
     warpgroup 1 loads (every variant the family covers).  ``seesaw``: the two
     warpgroups alternate 64-key tiles loaded by TMA, each computing the S and
-    softmax of its own (dense bf16/fp16 caches; kernels/hopper/).  ``pair``:
-    the ring in a cluster of two CTAs holding the same keys (two row tiles of
-    one token's heads), whose producers each dequantise half of every tile's
-    columns into both CTAs' buffers (sparse fp8_ds_mla, unfolded)."""
+    softmax of its own (dense bf16/fp16 caches; kernels/hopper/)."""
     RING = "ring"
     SEESAW = "seesaw"
-    PAIR = "pair"
 
 
 TILE_ROWS = (64, 32, 16)   # rows (heads x tokens) per tile; first is the default
@@ -96,8 +92,6 @@ class DecodeKey:
             n += "_hopper"
         if self.schedule is Schedule.SEESAW:
             n += "_seesaw"
-        if self.schedule is Schedule.PAIR:
-            n += "_pair"
         return n
 
     @property
@@ -221,9 +215,6 @@ def check(key: DecodeKey) -> None:
     if key.schedule is Schedule.SEESAW and not seesaw_supports(key):
         raise ValueError(f"the seesaw schedule is a hopper kernel of dense bf16/fp16 caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
-    if key.schedule is Schedule.PAIR and not pair_supports(key):
-        raise ValueError(f"the pair schedule is a hopper kernel of unfolded sparse fp8_ds_mla caches, got "
-                         f"{key.backend.value} {key.layout.value} {key.sparsity.value} fold={int(key.fold)}")
 
 
 BACKENDS = ("auto", "portable", "hopper")
@@ -246,15 +237,6 @@ def hopper_supports(key: DecodeKey) -> bool:
             and not key.q_fp8)
 
 
-def pair_supports(key: DecodeKey) -> bool:
-    """Which Hopper variants the pair schedule implements: the ones with a
-    producer warpgroup that dequantises (sparse fp8_ds_mla); unfolded, so the
-    two CTAs of a cluster always have rows (a row tile of a folded group can
-    lie past a short sequence while its neighbour does not)."""
-    return (key.backend is Backend.HOPPER and key.sparsity is Sparsity.SPARSE
-            and key.layout is Layout.FP8_DS_MLA and not key.fold)
-
-
 def seesaw_supports(key: DecodeKey) -> bool:
     """Which Hopper variants the seesaw schedule implements."""
     return (key.backend is Backend.HOPPER and key.sparsity is Sparsity.DENSE
@@ -263,7 +245,7 @@ def seesaw_supports(key: DecodeKey) -> bool:
 
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?P<seesaw>_seesaw)?(?P<pair>_pair)?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?P<seesaw>_seesaw)?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -280,7 +262,7 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
                         fold=m["fold"] == "1", d_qk=int(m["d_qk"] or D_QK),
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
                         backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE,
-                        schedule=Schedule.SEESAW if m["seesaw"] else Schedule.PAIR if m["pair"] else Schedule.RING)
+                        schedule=Schedule.SEESAW if m["seesaw"] else Schedule.RING)
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key

@@ -96,24 +96,3 @@ def test_slot_hidden_by_the_causal_rule_is_never_read(compiled_kernels, rng, lay
     for p in (1, 3):
         out, _, _, _ = _check(case, num_partitions=p)
         assert np.isfinite(out).all(), case.describe()
-
-
-@pytest.mark.parametrize("seq_lens", [[3, 1, 2], [1, 1, 1]], ids=["ragged", "one_token"])
-def test_pair_equals_the_ring_bit_for_bit(compiled_kernels, rng, monkeypatch, seq_lens):
-    """The pair schedule (two CTAs of a cluster, each dequantising half of every
-    tile into both; docs/spec.md *Hopper schedules*) stores the same bf16 tiles
-    as the ring and accumulates in the same order: its outputs equal the ring's
-    bit for bit, at one and several splits, with a ragged batch (tokens past a
-    sequence's end own no CTA pair), masked and extra slots and a sink."""
-    case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[900, 40, 2500], indices_stride=700,
-                            num_heads=128, page_size=64, layout="fp8_ds_mla", logical=True,
-                            extra_stride=24, topk="random", sink="random")
-    got = {}
-    for schedule in ("ring", "pair"):
-        monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
-        for p in (1, 3):
-            out, lse, _, _ = _check(case, num_partitions=p)
-            got[schedule, p] = (out, lse)
-    for p in (1, 3):
-        for ring, pair in zip(got["ring", p], got["pair", p]):
-            assert np.array_equal(ring.view(np.uint32), pair.view(np.uint32)), (p, case.describe())

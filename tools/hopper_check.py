@@ -2,12 +2,10 @@
 thing to run after a change to kernels/hopper/.
 
 Usage (GPU machine, from the checkout):
-    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|pair]
+    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw]
 
-Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; all
-three by default) runs the whole list; the pair runs only its own variants
-(sparse fp8_ds_mla, unfolded, 128 heads and any number of query tokens: a pair
-of CTAs per group of 128 rows).
+Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; both
+by default) runs the whole list.
 
 Random dense cases (ragged lengths, every mask, page sizes 1..128, D_qk 576/512,
 bf16/fp16, H 1..128, sinks, num_partitions 1 and 2..8) and sparse ones (-1 and
@@ -51,8 +49,6 @@ def correctness(quick: bool, schedule: str) -> int:
               dict(layout="fp8_ds_mla"), dict(layout="fp8_ds_mla", num_heads=128, page_size=64),
               dict(layout="fp8_ds_mla", mask="sliding_window_causal", sink="random")]
     fails = 0
-    if schedule == "pair":
-        cases = []                       # dense calls never run the pair
     for i, kw in enumerate(cases[: 8 if quick else None]):
         kw = dict(kw)
         n = int(rng.integers(1, 6))
@@ -76,12 +72,6 @@ def correctness(quick: bool, schedule: str) -> int:
                     dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random"),
                     dict(layout="fp8_ds_mla", num_heads=128), dict(layout="fp8_ds_mla", fold=True),
                     dict(layout="fp8_ds_mla", num_heads=64, extra_stride=40, logical=True)]
-    if schedule == "pair":               # its variants: ds_mla, unfolded, whole CTA pairs of heads
-        sparse_cases = [dict(kw, layout="fp8_ds_mla", num_heads=128)
-                        for kw in (dict(), dict(mask="null"), dict(logical=True), dict(topk="random"),
-                                   dict(extra_stride=40, extra_topk="random"), dict(sink="random"),
-                                   dict(seq_lens=[3, 1, 2], logical=True, extra_stride=24),
-                                   dict(seq_lens=[1], mask="null"), dict(seq_lens=[2, 2], topk="random"))]
     # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way)
     for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
         kw = dict(kw)
@@ -106,11 +96,11 @@ def main() -> int:
     os.environ[environment.BACKEND] = "hopper"   # an error wherever the family would not run
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--schedule", choices=("ring", "seesaw", "pair"), action="append",
-                    help="a schedule to check (repeatable; default all three)")
+    ap.add_argument("--schedule", choices=("ring", "seesaw"), action="append",
+                    help="a schedule to check (repeatable; default both)")
     a = ap.parse_args()
     t0 = time.time()
-    fails = sum(correctness(a.quick, s) for s in a.schedule or ("ring", "seesaw", "pair"))
+    fails = sum(correctness(a.quick, s) for s in a.schedule or ("ring", "seesaw"))
     print(f"correctness: {fails} failures ({time.time() - t0:.0f} s)", flush=True)
     return 1 if fails else 0
 
