@@ -90,8 +90,10 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         # buffer and a third (producer) warpgroup (mla_decode_wgmma.cu.j2).
         sparse = key.sparsity is Sparsity.SPARSE
         exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * (2 if sparse else 1)
+        # fp8_ds_mla sparse: a third mbarrier per buffer, for the producer's raw bytes
+        staged = sparse and key.layout is Layout.FP8_DS_MLA
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
-                + (8 * stages * block_n if sparse else 0))
+                + (8 * stages * block_n if sparse else 0) + (8 * stages if staged else 0))
         return LaunchConfig(64, block_n, stages, 2, 384 if sparse else 256, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
