@@ -86,15 +86,16 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
         # P words and row factors of 128 threads, an mbarrier per buffer for
-        # the TMA loader; sparse: a token interval (int2) per ring slot, a second mbarrier per
-        # buffer and a third (producer) warpgroup (mla_decode_wgmma.cu.j2).
+        # the TMA loader; with a third (producer) warpgroup (sparse, fp8_ds_mla) a
+        # second mbarrier per buffer, and a third for its raw bytes (fp8_ds_mla);
+        # sparse: a token interval (int2) per ring slot (mla_decode_wgmma.cu.j2).
         sparse = key.sparsity is Sparsity.SPARSE
-        exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * (2 if sparse else 1)
-        # fp8_ds_mla sparse: a third mbarrier per buffer, for the producer's raw bytes
-        staged = sparse and key.layout is Layout.FP8_DS_MLA
+        staged = key.layout is Layout.FP8_DS_MLA
+        producer = sparse or staged
+        exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * (2 if producer else 1)
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
                 + (8 * stages * block_n if sparse else 0) + (8 * stages if staged else 0))
-        return LaunchConfig(64, block_n, stages, 2, 384 if sparse else 256, smem)
+        return LaunchConfig(64, block_n, stages, 2, 384 if producer else 256, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
     num_stages = 2 if key.tile_rows == 16 else 3

@@ -95,16 +95,17 @@ def test_hopper_schedules_and_loads(compiled_kernels, rng, monkeypatch, mode, pa
             _check(case, num_partitions=p)
 
 
-@pytest.mark.parametrize("num_heads", [16, 128])
-def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads):
+@pytest.mark.parametrize("num_heads,layout", [(16, "bf16"), (128, "bf16"), (128, "fp8_ds_mla")])
+def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads, layout):
     """The Hopper kernels hand grid z the sequence of rank z by length
     (common/sequence.cuh.j2): more sequences than a CTA's threads (the ranking's
-    second round), ties, empty and one-key sequences, every split count.  A
-    sequence run twice or never leaves NaN rows (outputs are NaN-filled)."""
-    batch = 300
+    second round at 256 threads; fp8_ds_mla's kernel has 384), ties, empty and
+    one-key sequences, every split count.  A sequence run twice or never leaves
+    NaN rows (outputs are NaN-filled)."""
+    batch = 300 if layout == "bf16" else 420
     case = make_case(rng, seq_lens=list(rng.integers(0, 3, size=batch)),
                      cache_lens=list(rng.choice([0, 1, 5, 64, 65, 200, 700], size=batch)),
-                     num_heads=num_heads, page_size=64, sink="random")
+                     num_heads=num_heads, page_size=64, sink="random", layout=layout)
     for p in (1, 3):
         _check(case, num_partitions=p)
 
