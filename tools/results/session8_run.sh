@@ -27,6 +27,25 @@ if [ "${PHASE}" = verify ]; then
   cat $w/*.log > $OUT/all.txt
   exit 0
 fi
+if [ "${PHASE}" = final ]; then
+  # after the reverts: the dense producer on bulk copies; tests that touch the ring, memcheck, bench
+  timeout 150 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
+  w=/tmp/w; mkdir -p $w
+  ( timeout 200 python3 tools/hopper_check.py --quick > $w/check.log 2>&1; echo "[exit $?]" >> $w/check.log ) &
+  for n in dense sparse fp8 hardening; do
+    ( timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_$n.py > $w/$n.log 2>&1; echo "[$n exit $?]" >> $w/$n.log ) &
+  done
+  wait
+  for f in $w/*.log; do echo "== $(basename $f)"; grep "correctness:" $f; tail -2 $f; done >> "$L"
+  ( timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tail -2 ) >> "$L"
+  cat $w/*.log > $OUT/all.txt
+  OUT=$OUT timeout 200 bash tools/gpu_bench.sh --suite sparse --repeats 30 > /dev/null 2>&1
+  grep -v "^#" $OUT/bench.log | cut -c1-160 >> "$L"
+  for c in "--num-heads 16" "--num-heads 128"; do
+    timeout 60 python3 tools/bench.py --batch-size 128 $c --q-len 1 --cache-len 8192 --layout fp8_ds_mla --repeats 20 \
+      2>&1 | grep -v "^#" | cut -c1-120 >> "$L"; done
+  exit 0
+fi
 if [ "${PHASE}" = bench ]; then
   rm -rf /tmp/old && cp -r . /tmp/old
   for p in next_dense_ds_mla_producer_on_pair next_index_after_release_on_pair next_pair_schedule next_raw_cp_async; do
