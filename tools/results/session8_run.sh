@@ -63,3 +63,21 @@ if [ "${PHASE}" = bench ]; then
   timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_sparse.py -k pair 2>&1 | tail -2 >> "$L"
   exit 0
 fi
+if [ "${PHASE}" = pairbulk ]; then
+  # the pair schedule on HEAD's bulk copies: checked, timed beside HEAD, profiled; issue 8's probe
+  rm -rf /tmp/pb && cp -r . /tmp/pb && (cd /tmp/pb && git apply tools/results/next_pair_schedule_bulk.patch) || echo "pb: apply failed" >> "$L"
+  (cd /tmp/pb && timeout 150 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L"
+  (cd /tmp/pb && { timeout 90 python3 tools/hopper_check.py --schedule pair; echo "[exit $?]"; } > $OUT/check_pb.txt 2>&1)
+  grep "correctness\|exit" $OUT/check_pb.txt >> "$L"
+  if grep -q "correctness: 0 failures" $OUT/check_pb.txt; then
+    (cd /tmp/pb && timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_sparse.py tests/test_gpu_fp8.py 2>&1 | tail -2) >> "$L"
+    (cd /tmp/pb && timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tail -1) >> "$L"
+    for t in . /tmp/pb . /tmp/pb; do echo "== $t" >> "$L"; (cd $t && timeout 100 python3 tools/bench.py sparse_ds_mla_b128_sq1_h128 \
+      sparse_ds_mla_b128_sq2_h128 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-100) >> "$L"; done
+    echo "== hotspots pair (bulk)" >> "$L"
+    (cd /tmp/pb && timeout 150 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_causal_sparse --top 16 --out /tmp/pb) >> "$L" 2>&1
+    gzip -c /tmp/pb/hotspots_source.csv > $OUT/hotspots_pair_bulk.csv.gz
+  fi
+  echo "== pair probe per warp (issue 8)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp >> "$L" 2>&1
+  exit 0
+fi
