@@ -75,7 +75,7 @@ if [ "${PHASE}" = pairbulk ]; then
     for t in . /tmp/pb . /tmp/pb; do echo "== $t" >> "$L"; (cd $t && timeout 100 python3 tools/bench.py sparse_ds_mla_b128_sq1_h128 \
       sparse_ds_mla_b128_sq2_h128 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-100) >> "$L"; done
     echo "== hotspots pair (bulk)" >> "$L"
-    (cd /tmp/pb && timeout 150 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_causal_sparse --top 16 --out /tmp/pb) >> "$L" 2>&1
+    (cd /tmp/pb && timeout 150 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse --top 16 --out /tmp/pb) >> "$L" 2>&1
     gzip -c /tmp/pb/hotspots_source.csv > $OUT/hotspots_pair_bulk.csv.gz
   fi
   echo "== pair probe per warp (issue 8)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp >> "$L" 2>&1
