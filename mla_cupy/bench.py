@@ -140,6 +140,17 @@ def _sparse_cases():
                       mask="null", sparse_topk=2048, sink=True) for b, s, h in shapes]
 
 
+def _fp8_dense_cases():
+    """Issue 9's dense fp8 rows: issue 8's b=128 s_k=8192 shapes (h 16 and 128) over each
+    fp8 layout the bench builds, beside the bf16 case of the same shape (the target is the
+    bf16 time scaled by the bytes a row saves: 576/1152 for fp8, 656/1152 for fp8_ds_mla)."""
+    dense = {c.name: c for c in _issue8_cases()}
+    return [case for h in (16, 128) for case in
+            [dense[f"b128_h{h}_s8192"]]
+            + [BenchCase(f"{layout}_b128_h{h}_s8192", 128, h, 1, 8192, layout=layout)
+               for layout in ("fp8", "fp8_ds_mla")]]
+
+
 def _deepseek_cases():
     """DeepSeek decode shapes: 64 sequences, 8192 keys (mean), page 64."""
     return [BenchCase(f"ds_h{h}_sq{s}_{'ragged' if lens == 'normal' else 'uniform'}", 64, h, s, 8192,
@@ -147,9 +158,11 @@ def _deepseek_cases():
             for h in (16, 32, 64, 128) for s in (1, 2, 4) for lens in LENGTHS]
 
 
-SUITES = {"issue8": _issue8_cases(), "sparse": _sparse_cases(), "deepseek": _deepseek_cases()}
+SUITES = {"issue8": _issue8_cases(), "sparse": _sparse_cases(), "fp8": _fp8_dense_cases(),
+          "deepseek": _deepseek_cases()}
 SUITES["default"] = SUITES["issue8"] + SUITES["sparse"]
-SUITES["all"] = SUITES["default"] + SUITES["deepseek"]
+SUITES["all"] = (SUITES["default"] + [c for c in SUITES["fp8"] if c.layout != "bf16"]
+                 + SUITES["deepseek"])
 NAMED_CASES = {c.name: c for c in SUITES["all"]}
 
 
@@ -201,7 +214,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="*", metavar="CASE",
                    help="named cases (--list shows them); none and no custom shape: --suite")
     p.add_argument("--suite", choices=sorted(SUITES), default=None,
-                   help="a case list: issue8, sparse, default (= issue8 + sparse), deepseek, all")
+                   help="a case list: issue8, sparse, fp8 (dense fp8 beside bf16), default (= issue8 + sparse), deepseek, all")
     p.add_argument("--list", action="store_true", help="print the named cases and exit (no GPU)")
     g = p.add_argument_group("custom shape (given --batch-size, --num-heads and --cache-len)")
     g.add_argument("--batch-size", type=int)
@@ -264,7 +277,7 @@ def resolve_cases(args) -> list[BenchCase]:
 
 
 def print_case_list(file=None) -> None:
-    for suite in ("issue8", "sparse", "deepseek"):
+    for suite in ("issue8", "sparse", "fp8", "deepseek"):
         print(f"# --suite {suite}", file=file or sys.stdout)
         for c in SUITES[suite]:
             print(f"{c.name:36s} {c.describe()}", file=file or sys.stdout)

@@ -56,6 +56,17 @@ def test_every_named_case_is_well_formed_and_its_name_matches_its_shape():
         assert B.flops(c) > 0 and B.bytes_moved(c) > 0
 
 
+def test_fp8_suite_pairs_each_fp8_layout_with_the_bf16_case_of_its_shape():
+    suite = B.SUITES["fp8"]
+    assert [c.name for c in suite] == [
+        "b128_h16_s8192", "fp8_b128_h16_s8192", "fp8_ds_mla_b128_h16_s8192",
+        "b128_h128_s8192", "fp8_b128_h128_s8192", "fp8_ds_mla_b128_h128_s8192"]
+    for c in suite:
+        ref = B.NAMED_CASES[f"b128_h{c.num_heads}_s8192"]
+        assert dataclasses.replace(c, name=ref.name, layout="bf16") == ref
+        assert c in B.SUITES["all"]
+
+
 def test_deepseek_suite_covers_heads_by_query_lengths_by_lengths():
     got = {(c.num_heads, c.q_len, c.lengths) for c in B.SUITES["deepseek"]}
     assert got == {(h, s, lens) for h in (16, 32, 64, 128) for s in (1, 2, 4) for lens in B.LENGTHS}
