@@ -81,3 +81,16 @@ if [ "${PHASE}" = pairbulk ]; then
   echo "== pair probe per warp (issue 8)" >> "$L"; timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp >> "$L" 2>&1
   exit 0
 fi
+if [ "${PHASE}" = fp8 ]; then
+  # issue 9's dense fp8 rows beside bf16 (peers on the bf16 rows), the producer's ceiling
+  # (wgmmas removed) on sparse and dense fp8_ds_mla, and the dense producer's stall samples
+  OUT=$OUT timeout 240 bash tools/gpu_bench.sh --suite fp8 --repeats 30 > /dev/null 2>&1
+  grep -v "^#" $OUT/bench.log | cut -c1-170 >> "$L"
+  echo "== producer ceiling" >> "$L"
+  timeout 150 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 \
+    fp8_ds_mla_b128_h16_s8192 fp8_ds_mla_b128_h128_s8192 >> "$L" 2>&1
+  echo "== hotspots dense ds_mla h16" >> "$L"
+  timeout 120 python3 tools/ncu_hotspots.py fp8_ds_mla_b128_h16_s8192 ds_mla_causal_dense --top 24 --out /tmp >> "$L" 2>&1
+  gzip -c /tmp/hotspots_source.csv > $OUT/hotspots_dense_ds_mla.csv.gz
+  exit 0
+fi
