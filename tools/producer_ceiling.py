@@ -7,7 +7,7 @@ producer alone allows (keys dequantised a microsecond per SM); the difference
 to the full kernel is what the MMAs and the hand-overs add.  The stripped
 kernel's output is garbage: it is timed, never compared.
 
-    PYTHONPATH=.:tests python3 tools/producer_ceiling.py [CASE ...]   (default: the sparse ds_mla rows)
+    PYTHONPATH=.:tests python3 tools/producer_ceiling.py [CASE ...]   (default: the sparse ds_mla rows; dense fp8_ds_mla cases too)
 """
 import argparse
 import sys
@@ -74,9 +74,11 @@ def main():
         finally:
             compiler._memo[key] = original
             fresh()
-        # every CTA of a token dequantises the token's keys (h/64 CTAs a token unless paired)
-        ctas_per_token = 1 if variant.name.endswith("_pair") else max(1, case.num_heads // 64)
-        keys = case.num_tokens * case.sparse_topk * ctas_per_token
+        # every CTA of a row group dequantises the group's keys: a sparse token's heads, or
+        # a dense sequence's tokens x heads, in 64-row CTAs
+        rows = case.num_heads * (1 if case.sparse else case.q_len)
+        keys = (case.num_tokens * case.sparse_topk if case.sparse else int(case.key_counts().sum()))
+        keys *= -(-rows // 64)
         print(f"{name} ({key[0]}, P={p}): full {full_us:.1f} us, without wgmma {bare_us:.1f} us: "
               f"the producer alone {keys / sms / bare_us:.1f} keys/us/SM "
               f"(full kernel {keys / sms / full_us:.1f})", flush=True)

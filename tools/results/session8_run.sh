@@ -6,7 +6,10 @@
 #                 a dense fp8_ds_mla case)
 #   PHASE=bench   the sparse suite beside FlashMLA (.whl carried), then the tree before the
 #                 four patches (reverse-applied) beside this one on the same cases
-#   PHASE=dense   the default suite beside both peers, then profiles
+#   PHASE=final   after the reverts (ff84093): checks, tests, memcheck, the sparse suite
+#   PHASE=pairbulk  the pair on bulk copies: checked, timed beside HEAD, profiled; issue 8's probe
+#   PHASE=fp8     the fp8 suite, the producer's ceiling, the dense producer's stall samples
+# (a record of the calls: the patches it names are now 2026-12-01e_dropped_*.patch, or landed)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
