@@ -22,8 +22,8 @@ import pathlib
 import jinja2
 
 from . import abi, environment, records
-from .variants import (QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout, Mask, QuantizeKey,
-                       Schedule, Sparsity)
+from .variants import (HOPPER_BYTE_LAYOUTS, QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout,
+                       Mask, QuantizeKey, Schedule, Sparsity)
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
 HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
@@ -86,11 +86,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
         # P words and row factors of 128 threads, an mbarrier per buffer for
-        # the TMA loader; with a third (producer) warpgroup (sparse, fp8_ds_mla) a
-        # second mbarrier per buffer, and a third for its raw bytes (fp8_ds_mla);
+        # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
+        # second mbarrier per buffer, and a third for its raw bytes (fp8 layouts);
         # sparse: a token interval (int2) per ring slot (mla_decode_wgmma.cu.j2).
         sparse = key.sparsity is Sparsity.SPARSE
-        staged = key.layout is Layout.FP8_DS_MLA
+        staged = key.layout in HOPPER_BYTE_LAYOUTS
         producer = sparse or staged
         exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * (2 if producer else 1)
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024

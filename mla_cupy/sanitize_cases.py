@@ -30,8 +30,8 @@ class Item:
 
 def memcheck_cases(rng: np.random.Generator) -> list[Case]:
     """The cases of tools/memcheck_sparse.py (sparse with every garbage index, dense
-    sliding window, qfp8, dense fp8_ds_mla, and 128-head cases that run the Hopper
-    kernels on sm_90: the sparse pair schedule and the dense 16-bit seesaw)."""
+    sliding window, qfp8, and cases that run the Hopper kernels on sm_90: dense and
+    sparse fp8 / fp8_ds_mla (the producer warpgroup), 128 heads (the dense 16-bit seesaw))."""
     cases = []
     for fold in (False, True):
         for extra in (0, 7, 65):
@@ -43,13 +43,18 @@ def memcheck_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(make_sparse_case(rng, seq_lens=[2, 0, 1], cache_lens=[9, 5, 300], layout=layout,
                                       indices_stride=70, num_heads=16, fold=True, topk="random",
                                       extra_stride=9, extra_page_size=3, valid_fraction=0.5))
-    # 128 heads unfolded: on sm_90 the pair schedule (two CTAs of a cluster, remote stores)
+    # 128 heads unfolded: on sm_90 the ring with the producer warpgroup, two CTAs a token
     cases.append(make_sparse_case(rng, seq_lens=[2, 0, 1], cache_lens=[9, 5, 300], layout="fp8_ds_mla",
                                   indices_stride=70, num_heads=128, fold=False, topk="random",
                                   extra_stride=9, extra_page_size=3, valid_fraction=0.5))
-    # dense fp8_ds_mla: on sm_90 the ring with the producer warpgroup
+    # dense fp8_ds_mla and fp8 (bf16 queries): on sm_90 the ring with the producer warpgroup
     cases.append(make_case(rng, seq_lens=[1, 3, 0], cache_lens=[700, 33, 5], num_heads=64, page_size=64,
                            layout="fp8_ds_mla", mask="causal"))
+    cases.append(make_case(rng, seq_lens=[2, 0, 1], cache_lens=[90, 4, 301], num_heads=20, page_size=3,
+                           layout="fp8", d_qk=512, mask="causal"))
+    cases.append(make_sparse_case(rng, seq_lens=[2, 0, 1], cache_lens=[9, 5, 300], layout="fp8",
+                                  indices_stride=70, num_heads=64, fold=False, topk="random",
+                                  extra_stride=9, extra_page_size=3, valid_fraction=0.5))
     cases.append(make_case(rng, seq_lens=[1, 4, 0], cache_lens=[0, 129, 70], num_heads=16,
                            page_size=16, mask="sliding_window_causal", window=40))
     cases.append(make_case(rng, seq_lens=[2, 1], cache_lens=[100, 7], num_heads=20, page_size=3,

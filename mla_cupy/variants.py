@@ -231,9 +231,14 @@ def resolve_backend(backend=None) -> str:
     return backend
 
 
+# Byte-record layouts the wgmma family reads, dequantised to bf16 by its producer
+# warpgroup (bf16 queries; e4m3 queries stay portable).
+HOPPER_BYTE_LAYOUTS = (Layout.FP8, Layout.FP8_DS_MLA)
+
+
 def hopper_supports(key: DecodeKey) -> bool:
     """Which variants the wgmma family implements (the rest stay portable)."""
-    return (key.layout in (Layout.BF16, Layout.FP16, Layout.FP8_DS_MLA) and key.tile_rows == 64
+    return (key.layout in (Layout.BF16, Layout.FP16, *HOPPER_BYTE_LAYOUTS) and key.tile_rows == 64
             and not key.q_fp8)
 
 

@@ -3,13 +3,17 @@
 Layouts: ``fp8`` (576/512 e4m3 bytes; q bf16, or e4m3 with per-token
 q_scale), ``fp8_rope_aware`` (640-byte rows, per-token sigma in scales,
 640-byte q with sigma_Q), ``fp8_ds_mla`` (FlashMLA's DeepSeek-V3.2 656-byte
-record).  The reference dequantises exactly as docs/spec.md §4 says; the kernel
-dequantises to fp16 in shared memory (exact for e4m3 and, within fp16's range,
-bf16 rope values), applies per-token and per-group scales in fp32 on the scores
-and on P, and writes bf16: the tolerance is bf16's for the data's largest |V|,
-as for every layout (tolerance_for).
+record).  The reference dequantises exactly as docs/spec.md §4 says; the portable
+kernels dequantise to fp16 in shared memory (exact for e4m3 and, within fp16's
+range, bf16 rope values), apply per-token and per-group scales in fp32 on the
+scores and on P, and write bf16; on sm_90, ``fp8`` and ``fp8_ds_mla`` with bf16
+queries run the Hopper kernels, which dequantise to bf16 (exact for e4m3) and
+round P to bf16.  The tolerance is bf16's for the data's largest |V|, as for
+every layout (tolerance_for).
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -81,6 +85,30 @@ def test_extremes_and_scales_not_powers_of_two(compiled_kernels, rng, layout):
                      value_scale=0.731, extreme=True, sink="random")
     for p in (1, 5):
         _check(case, num_partitions=p)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("backend", ["hopper", "portable"])
+def test_fp8_bf16_queries_with_q_scale(compiled_kernels, rng, monkeypatch, backend, sparse):
+    """``fp8`` rows with bf16 queries and a per-token sigma_Q (q_scale_ptr multiplies
+    the queries whatever their dtype, docs/spec.md section 4), on each kernel family:
+    64 and 128 heads so a sparse row group reaches the Hopper kernels, D_qk 576 and
+    512, masked rows, several splits."""
+    monkeypatch.setenv("MLA_CUPY_BACKEND", backend)
+    for num_heads, d_qk in ((128, 576), (64, 512)):
+        if sparse and d_qk == 512:
+            continue
+        if sparse:
+            case = make_sparse_case(rng, seq_lens=[2, 1, 3], cache_lens=[300, 0, 2100], indices_stride=65,
+                                    layout="fp8", num_heads=num_heads, page_size=16, topk="random",
+                                    sink="random", valid_fraction=0.7)
+        else:
+            case = make_case(rng, seq_lens=[2, 1, 3], cache_lens=[300, 0, 2100], num_heads=num_heads,
+                             layout="fp8", d_qk=d_qk, page_size=16, sink="random")
+        assert case.q_scale is None and case.q.dtype != np.uint8   # bf16 queries
+        case = dataclasses.replace(case, q_scale=rng.uniform(0.25, 4.0, case.q.shape[0]).astype(np.float32))
+        for p in (1, 4):
+            _check(case, num_partitions=p)
 
 
 def test_torch_float8_tensors_in(compiled_kernels, rng):

@@ -280,11 +280,13 @@ def test_variant_lists():
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
     assert len(sparse16) == 2 * 2 * 2 * 2 * (3 + 1)
-    # fp8_ds_mla (576 only): 3 + 2 masks dense/sparse, folds for sparse
-    ds_mla = [k for k in decode if k.layout is Layout.FP8_DS_MLA and k.tile_rows == 64
-              and k.backend.value == "portable"]
+    # fp8_ds_mla (576 only) and fp8 with bf16 queries (576 and 512): the producer's
+    # byte records; e4m3 queries (_qfp8) and fp8_rope_aware stay portable
+    byte_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8
+                    and k.tile_rows == 64 and k.backend.value == "portable"]
+    assert len(byte_records) == (3 + 2 * 2) * (1 + 2)
     assert {k.name for k in decode if k.backend.value == "hopper" and k.schedule.value == "ring"} == {
-        k.name + "_hopper" for k in dense16 + sparse16 + ds_mla
+        k.name + "_hopper" for k in dense16 + sparse16 + byte_records
         if k.tile_rows == 64 and k.backend.value == "portable"}
     # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
     assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
@@ -309,8 +311,9 @@ def test_variant_lists():
     dict(layout="int4"),
     dict(mask="window"),
     dict(sparsity="topk"),
-    dict(backend="hopper", layout="fp8_rope_aware"),                      # hopper: 16-bit caches and ds_mla
-    dict(backend="hopper", layout="fp8", sparsity="sparse"),
+    dict(backend="hopper", layout="fp8_rope_aware"),                      # hopper: 16-bit caches, fp8, ds_mla
+    dict(backend="hopper", layout="fp8", sparsity="sparse", q_fp8=True),  # e4m3 queries stay portable
+    dict(backend="hopper", schedule="seesaw", layout="fp8"),
     dict(backend="hopper", tile_rows=16),
     dict(backend="cuda"),
     dict(schedule="seesaw"),                                             # the seesaw is a hopper kernel
@@ -401,7 +404,9 @@ def test_tile_falls_back_to_fit_a_smaller_shared_memory(monkeypatch):
     ("sm_90a", "auto", dict(sparsity="sparse", fold=True, layout="fp16"), True),
     ("sm_90a", "auto", dict(sparsity="sparse", layout="fp8_ds_mla"), True),
     ("sm_90a", "auto", dict(layout="fp8_ds_mla"), True),
-    ("sm_90a", "auto", dict(layout="fp8"), False),
+    ("sm_90a", "auto", dict(layout="fp8"), True),
+    ("sm_90a", "auto", dict(layout="fp8", q_fp8=True), False),
+    ("sm_90a", "auto", dict(layout="fp8_rope_aware"), False),
     ("sm_90a", "auto", dict(tile_rows=16), True),     # any tile: the family runs 64-row tiles
     ("sm_89", "auto", {}, False),
     ("sm_80", "hopper", {}, False),

@@ -47,7 +47,9 @@ def correctness(quick: bool, schedule: str) -> int:
               dict(sink="random"), dict(num_heads=128, seq_lens=[2, 1], mask="null"),
               dict(dtype=np.float16, d_qk=512, mask="sliding_window_causal"),
               dict(layout="fp8_ds_mla"), dict(layout="fp8_ds_mla", num_heads=128, page_size=64),
-              dict(layout="fp8_ds_mla", mask="sliding_window_causal", sink="random")]
+              dict(layout="fp8_ds_mla", mask="sliding_window_causal", sink="random"),
+              dict(layout="fp8"), dict(layout="fp8", num_heads=128, page_size=64, sink="random"),
+              dict(layout="fp8", d_qk=512, mask="sliding_window_causal")]
     fails = 0
     for i, kw in enumerate(cases[: 8 if quick else None]):
         kw = dict(kw)
@@ -71,7 +73,8 @@ def correctness(quick: bool, schedule: str) -> int:
                     dict(fold=True, extra_stride=24, logical=True), dict(dtype=np.float16, d_qk=512),
                     dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random"),
                     dict(layout="fp8_ds_mla", num_heads=128), dict(layout="fp8_ds_mla", fold=True),
-                    dict(layout="fp8_ds_mla", num_heads=64, extra_stride=40, logical=True)]
+                    dict(layout="fp8_ds_mla", num_heads=64, extra_stride=40, logical=True),
+                    dict(layout="fp8", num_heads=128, topk="random"), dict(layout="fp8", fold=True)]
     # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way)
     for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
         kw = dict(kw)

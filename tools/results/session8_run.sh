@@ -97,3 +97,23 @@ if [ "${PHASE}" = fp8 ]; then
   gzip -c /tmp/hotspots_source.csv > $OUT/hotspots_dense_ds_mla.csv.gz
   exit 0
 fi
+if [ "${PHASE}" = fp8hopper ]; then
+  # plain fp8 (bf16 queries) on the Hopper ring with the producer: check, tests, bench, memcheck
+  timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
+  w=/tmp/w; mkdir -p $w
+  ( timeout 150 python3 tools/hopper_check.py --schedule ring > $w/check.log 2>&1; echo "[exit $?]" >> $w/check.log ) &
+  for n in fp8 sparse hardening; do
+    ( timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$n.py > $w/$n.log 2>&1; echo "[$n exit $?]" >> $w/$n.log ) &
+  done
+  ( MLA_CUPY_BACKEND=portable timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_fp8.py \
+      > $w/portable_fp8.log 2>&1; echo "[portable fp8 exit $?]" >> $w/portable_fp8.log ) &
+  wait
+  for f in $w/*.log; do echo "== $(basename $f)"; grep "correctness:\|^FAIL" $f | head -5; tail -2 $f; done >> "$L"
+  cat $w/*.log > $OUT/all.txt
+  if grep -q "correctness: 0 failures" $w/check.log; then
+    OUT=$OUT timeout 120 bash tools/gpu_bench.sh --suite fp8 --repeats 20 > /dev/null 2>&1
+    grep -v "^#" $OUT/bench.log | cut -c1-150 >> "$L"
+    ( timeout 80 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tail -2 ) >> "$L"
+  fi
+  exit 0
+fi
