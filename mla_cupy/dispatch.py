@@ -221,7 +221,9 @@ def _build_plan(
                 fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
     key = DecodeKey(tile_rows=64, **axes)
     group_rows = row_tiling(q_max_seq_len, num_heads, per_token=per_token).group_rows
-    if runs_hopper(key, device_id, backend, group_rows):
+    # batch_invariant: which family runs a dense sequence may not depend on the batch's q_max_seq_len
+    family_rows = num_heads if batch_invariant and not sparse_mla else group_rows
+    if runs_hopper(key, device_id, backend, family_rows):
         key = dataclasses.replace(key, backend=Backend.HOPPER)
         # batch_invariant: a sequence's kernel may not depend on the batch's q_max_seq_len
         key = dataclasses.replace(key, schedule=choose_hopper_schedule(

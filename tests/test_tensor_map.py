@@ -194,3 +194,24 @@ def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invar
     with stub_device() as launches:
         _call(launches, 64, num_heads=64, scalar_args=sa, batch_invariant=batch_invariant)
         assert launches[-2].kernel_name.endswith(want)   # "_hopper_seesaw" does not end with "_hopper"
+
+
+@pytest.mark.parametrize("num_heads, q_max, batch_invariant, backend, want_hopper", [
+    (16, 1, False, None, False),     # 16 rows: the portable kernels (faster on the H200, compiler.HOPPER_FP8_MIN_ROWS)
+    (16, 4, False, None, True),      # four tokens' 16 heads fill a 64-row tile
+    (16, 4, True, None, False),      # batch_invariant: one token's rows decide, whatever the batch
+    (64, 1, True, None, True),
+    (128, 1, False, None, True),
+    (16, 1, False, "hopper", True),  # a forced family is taken as asked
+])
+def test_dense_fp8_family_by_rows(monkeypatch, num_heads, q_max, batch_invariant, backend, want_hopper):
+    """Dense fp8 rows with bf16 queries run the Hopper kernels (the producer
+    dequantises them) when a row group fills a 64-row tile, the portable ones below."""
+    monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
+    sa = ScalarArgs(F((3,), np.int64), B, q_max, 2, batch_invariant=batch_invariant,
+                    split_len=1024 if batch_invariant else 0)
+    with stub_device() as launches:
+        _call(launches, 64, blocks=F((5, 2, 64, 576), np.uint8), num_heads=num_heads, scalar_args=sa,
+              batch_invariant=batch_invariant, backend=backend)
+        name = launches[-2].kernel_name
+        assert name.startswith("mla_decode_fp8_causal_dense") and name.endswith("_hopper") is want_hopper, name
