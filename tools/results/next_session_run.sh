@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Device calls for the patch prepared on 2026-12-01 (eighth session), next_raw_registers.patch:
+# the fp8 producer loads each thread's share of a record into registers a tile ahead
+# (no bulk copy into shared memory, no re-read), setmaxnreg 216 / 160 / 128.
+# Usage (device machine, repository root; carry .whl for the peers; timeout_s 600 each):
+#   PHASE=check OUT=$OUT bash tools/results/next_session_run.sh
+#       the patched tree: every variant compiled, hopper_check --schedule ring (a hang shows
+#       as its timeout), the sparse / fp8 / dense GPU tests, memcheck; ~4 minutes
+#   PHASE=bench OUT=$OUT bash tools/results/next_session_run.sh
+#       HEAD and the patch side by side: the sparse rows, dense fp8 rows, bf16 sparse (the
+#       budgets changed for it too), then the producer's ceiling of both; ~5 minutes
+set -u
+export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+L=$OUT/log.txt; : > "$L"
+rm -rf /tmp/rr && cp -r . /tmp/rr && (cd /tmp/rr && git apply tools/results/next_raw_registers.patch) || echo "rr: apply failed" >> "$L"
+if [ "${PHASE:-check}" = check ]; then
+  (cd /tmp/rr && timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L"
+  w=/tmp/w; mkdir -p $w
+  (cd /tmp/rr && timeout 120 python3 tools/hopper_check.py --schedule ring > $w/check.log 2>&1; echo "[exit $?]" >> $w/check.log)
+  grep "correctness:\|exit\|^FAIL" $w/check.log | head >> "$L"
+  if grep -q "correctness: 0 failures" $w/check.log; then
+    for n in fp8 sparse dense hardening; do
+      (cd /tmp/rr && timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$n.py > $w/$n.log 2>&1; echo "[$n exit $?]" >> $w/$n.log) &
+    done
+    wait
+    for n in fp8 sparse dense hardening; do echo "== $n"; tail -2 $w/$n.log; done >> "$L"
+    (cd /tmp/rr && timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py 2>&1 | tail -2) >> "$L"
+  fi
+  cat $w/*.log > $OUT/all.txt
+  exit 0
+fi
+bench() { (cd $1 && timeout 120 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110); }
+S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h64 fp8_ds_mla_b128_h16_s8192 fp8_ds_mla_b128_h128_s8192 fp8_b128_h128_s8192"
+BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
+for t in . /tmp/rr . /tmp/rr; do echo "== $t" >> "$L"; bench $t "$S" >> "$L"; bench $t "$BF" >> "$L"; done
+for t in . /tmp/rr; do echo "== ceiling $t" >> "$L"
+  (cd $t && timeout 120 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 fp8_ds_mla_b128_h16_s8192) >> "$L" 2>&1; done
