@@ -8,7 +8,10 @@
 #       as its timeout), the sparse / fp8 / dense GPU tests, memcheck; ~4 minutes
 #   PHASE=bench OUT=$OUT bash tools/results/next_session_run.sh
 #       HEAD and the patch side by side: the sparse rows, dense fp8 rows, bf16 sparse (the
-#       budgets changed for it too), then the producer's ceiling of both; ~5 minutes
+#       budgets changed for it too),
+#       then the producer's ceiling of both; ~6 minutes
+#   PHASE=crossover OUT=$OUT bash tools/results/next_session_run.sh
+#       HEAD's dense fp8 and fp8_ds_mla at h16 / h32 / h64 on both families; ~3 minutes
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
@@ -32,6 +35,15 @@ fi
 bench() { (cd $1 && timeout 120 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110); }
 S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h64 fp8_ds_mla_b128_h16_s8192 fp8_ds_mla_b128_h128_s8192 fp8_b128_h128_s8192"
 BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
+if [ "${PHASE}" = bench ]; then
 for t in . /tmp/rr . /tmp/rr; do echo "== $t" >> "$L"; bench $t "$S" >> "$L"; bench $t "$BF" >> "$L"; done
 for t in . /tmp/rr; do echo "== ceiling $t" >> "$L"
   (cd $t && timeout 120 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 fp8_ds_mla_b128_h16_s8192) >> "$L" 2>&1; done
+exit 0
+fi
+# PHASE=crossover: where dense fp8 turns from portable to Hopper (compiler.HOPPER_FP8_MIN_ROWS = 64 from h16 and h128
+# only): h16 / h32 / h64 both families, fp8 and fp8_ds_mla (HEAD's kernels)
+for h in 16 32 64; do for lay in fp8 fp8_ds_mla; do for be in portable hopper; do
+  echo "== $lay h$h $be" >> "$L"
+  MLA_CUPY_BACKEND=$be bench . "--batch-size 128 --num-heads $h --q-len 1 --cache-len 8192 --layout $lay" >> "$L"
+done; done; done
