@@ -13,10 +13,25 @@
 #   PHASE=crossover OUT=$OUT bash tools/results/next_session_run.sh
 #       HEAD's dense fp8 and fp8_ds_mla at h16 / h32 / h64 and sparse fp8_ds_mla / bf16 at
 #       h16 / h32, each on both families; ~6 minutes
+#   PHASE=seesaw OUT=$OUT bash tools/results/next_session_run.sh
+#       issue 8: next_seesaw_wg1_a_first.patch (warpgroup 1 queues P(a)'V_R(a) before
+#       P(b)V_R(b)): hopper_check of the seesaw, the dense tests, the h128 rows of issue 8's
+#       table beside HEAD, and the per-warp probe of the patch; ~6 minutes
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
 rm -rf /tmp/rr && cp -r . /tmp/rr && (cd /tmp/rr && git apply tools/results/next_raw_registers.patch) || echo "rr: apply failed" >> "$L"
+if [ "${PHASE}" = seesaw ]; then
+  rm -rf /tmp/ss && cp -r . /tmp/ss && (cd /tmp/ss && git apply tools/results/next_seesaw_wg1_a_first.patch) || echo "ss: apply failed" >> "$L"
+  (cd /tmp/ss && timeout 90 python3 tools/hopper_check.py --schedule seesaw; echo "[exit $?]") > $OUT/check_ss.txt 2>&1
+  grep "correctness:\|exit\|^FAIL" $OUT/check_ss.txt | head >> "$L"
+  (cd /tmp/ss && timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py 2>&1 | tail -2) >> "$L"
+  C="b128_h128_s8192 b128_sq2_h128_varlen_causal b1_h128_s65536 b32_h128_s4096"
+  for t in . /tmp/ss . /tmp/ss; do echo "== $t" >> "$L"
+    (cd $t && timeout 120 python3 tools/bench.py $C --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-100) >> "$L"; done
+  (cd /tmp/ss && timeout 60 python3 tools/phase_probe.py --pair 3 --per-warp) >> "$L" 2>&1
+  exit 0
+fi
 if [ "${PHASE:-check}" = check ]; then
   (cd /tmp/rr && timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L"
   w=/tmp/w; mkdir -p $w
