@@ -7,9 +7,9 @@
 #       the patched tree: every variant compiled, hopper_check --schedule ring (a hang shows
 #       as its timeout), the sparse / fp8 / dense GPU tests, memcheck; ~4 minutes
 #   PHASE=bench OUT=$OUT bash tools/results/next_session_run.sh
-#       HEAD and the patch side by side: the sparse rows, dense fp8 rows, bf16 sparse (the
-#       budgets changed for it too),
-#       then the producer's ceiling of both; ~6 minutes
+#       HEAD, the patch (rr) and the patch with an L2 prefetch two tiles ahead (rp) side by
+#       side, twice: the sparse rows and dense fp8 rows; bf16 sparse (the budgets changed for
+#       it too); then each producer's ceiling; ~8 minutes
 #   PHASE=crossover OUT=$OUT bash tools/results/next_session_run.sh
 #       HEAD's dense fp8 and fp8_ds_mla at h16 / h32 / h64 and sparse fp8_ds_mla / bf16 at
 #       h16 / h32, each on both families; ~6 minutes
@@ -21,6 +21,8 @@ set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
 rm -rf /tmp/rr && cp -r . /tmp/rr && (cd /tmp/rr && git apply tools/results/next_raw_registers.patch) || echo "rr: apply failed" >> "$L"
+# rp: the same, plus an L2 prefetch of tile t + 2's records (next_raw_registers_prefetch.patch)
+rm -rf /tmp/rp && cp -r /tmp/rr /tmp/rp && (cd /tmp/rp && git apply tools/results/next_raw_registers_prefetch.patch) || echo "rp: apply failed" >> "$L"
 if [ "${PHASE}" = seesaw ]; then
   rm -rf /tmp/ss && cp -r . /tmp/ss && (cd /tmp/ss && git apply tools/results/next_seesaw_wg1_a_first.patch) || echo "ss: apply failed" >> "$L"
   (cd /tmp/ss && timeout 90 python3 tools/hopper_check.py --schedule seesaw; echo "[exit $?]") > $OUT/check_ss.txt 2>&1
@@ -33,10 +35,13 @@ if [ "${PHASE}" = seesaw ]; then
   exit 0
 fi
 if [ "${PHASE:-check}" = check ]; then
-  (cd /tmp/rr && timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L"
+  (cd /tmp/rr && timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L" &
+  (cd /tmp/rp && timeout 150 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L" &
+  wait
   w=/tmp/w; mkdir -p $w
   (cd /tmp/rr && timeout 120 python3 tools/hopper_check.py --schedule ring > $w/check.log 2>&1; echo "[exit $?]" >> $w/check.log)
   grep "correctness:\|exit\|^FAIL" $w/check.log | head >> "$L"
+  (cd /tmp/rp && timeout 120 python3 tools/hopper_check.py --schedule ring 2>&1 | grep "correctness:\|^FAIL" | sed 's/^/rp: /') >> "$L"
   if grep -q "correctness: 0 failures" $w/check.log; then
     for n in fp8 sparse dense hardening; do
       (cd /tmp/rr && timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$n.py > $w/$n.log 2>&1; echo "[$n exit $?]" >> $w/$n.log) &
@@ -52,8 +57,9 @@ bench() { (cd $1 && timeout 120 python3 tools/bench.py $2 --repeats 20 --check-s
 S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h64 fp8_ds_mla_b128_h16_s8192 fp8_ds_mla_b128_h128_s8192 fp8_b128_h128_s8192"
 BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
 if [ "${PHASE}" = bench ]; then
-for t in . /tmp/rr . /tmp/rr; do echo "== $t" >> "$L"; bench $t "$S" >> "$L"; bench $t "$BF" >> "$L"; done
-for t in . /tmp/rr; do echo "== ceiling $t" >> "$L"
+for t in . /tmp/rr /tmp/rp . /tmp/rr /tmp/rp; do echo "== $t" >> "$L"; bench $t "$S" >> "$L"; done
+for t in . /tmp/rr; do echo "== bf16 sparse $t" >> "$L"; bench $t "$BF" >> "$L"; done
+for t in . /tmp/rr /tmp/rp; do echo "== ceiling $t" >> "$L"
   (cd $t && timeout 120 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 fp8_ds_mla_b128_h16_s8192) >> "$L" 2>&1; done
 exit 0
 fi
