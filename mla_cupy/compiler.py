@@ -235,37 +235,31 @@ def device_arch(device_id: int) -> str:
     return arch_for_capability(int(cupy.cuda.Device(device_id).compute_capability))
 
 
-# Sparse variants run the Hopper family by default only when a CTA's row group
-# (a token's heads; all tokens' heads when folded) fills at least this much of
-# its 64-row tile: with fewer rows the 64-row MMAs gather the same rows for
-# little work and the portable 16/32-row tiles were faster (H200, sparse bf16
-# b128 top-2048: h16 162 us Hopper vs 134 portable; h128 308 vs 500).
-HOPPER_SPARSE_MIN_ROWS = 64
-# Dense fp8 (e4m3 rows, bf16 queries) likewise: the Hopper kernel's producer
-# dequantises every key for the whole 64-row tile, and with few rows the
-# portable kernels' smaller tiles and splits win (H200, b128 s8192 page 64: h16
-# 452.9 us Hopper vs 424.5 portable; h128 877 vs 1730).  Under batch_invariant the
-# dispatcher passes one token's rows, so the choice does not depend on the batch.
-HOPPER_FP8_MIN_ROWS = 64
+# Under "auto", sparse and dense fp8 variants run the Hopper family only when a
+# CTA's row group (sparse: a token's heads, all tokens' heads when folded; dense:
+# a sequence's tokens x heads) fills at least this much of its 64-row tile.  Their
+# kernel's cost per key (a gathered row; a dequantised row) is the same for 16 rows
+# as for 64, and below that the portable 16/32-row tiles were faster (H200: sparse
+# bf16 b128 top-2048 h16 162 us Hopper vs 134 portable, h128 308 vs 500; dense fp8
+# b128 s8192 h16 452.9 vs 424.5, h128 877 vs 1730).  Under batch_invariant the
+# dispatcher passes one token's rows for a dense call, so the choice does not
+# depend on the batch.
+HOPPER_MIN_ROWS = 64
 
 
 def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | None = None) -> bool:
     """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
     family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
-    device, a variant the family covers, and, under "auto", for a sparse variant
-    a row group (``group_rows``: rows of one CTA's tokens, see
-    schedule.row_tiling) of at least HOPPER_SPARSE_MIN_ROWS, for a dense fp8
-    one of at least HOPPER_FP8_MIN_ROWS.  The one rule for the dispatcher's
-    choice and for the split pack_scalar_args plans."""
+    device, a variant the family covers, and, under "auto" for a sparse or a dense
+    fp8 variant, a row group (``group_rows``: rows of one CTA's tokens, see
+    schedule.row_tiling) of at least HOPPER_MIN_ROWS.  The one rule for the
+    dispatcher's choice and for the split pack_scalar_args plans."""
     chosen = resolve_backend(backend)
     if chosen == "portable" or not hopper_supports(dataclasses.replace(key, tile_rows=64)):
         return False
-    if chosen == "auto" and group_rows is not None:
-        if key.sparsity is Sparsity.SPARSE and group_rows < HOPPER_SPARSE_MIN_ROWS:
-            return False
-        if (key.sparsity is Sparsity.DENSE and key.layout is Layout.FP8
-                and group_rows < HOPPER_FP8_MIN_ROWS):
-            return False
+    row_bound = key.sparsity is Sparsity.SPARSE or key.layout is Layout.FP8
+    if chosen == "auto" and row_bound and group_rows is not None and group_rows < HOPPER_MIN_ROWS:
+        return False
     return device_arch(device_id) == "sm_90a"
 
 

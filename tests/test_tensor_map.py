@@ -197,7 +197,7 @@ def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invar
 
 
 @pytest.mark.parametrize("num_heads, q_max, batch_invariant, backend, want_hopper", [
-    (16, 1, False, None, False),     # 16 rows: the portable kernels (faster on the H200, compiler.HOPPER_FP8_MIN_ROWS)
+    (16, 1, False, None, False),     # 16 rows: the portable kernels (faster on the H200, compiler.HOPPER_MIN_ROWS)
     (16, 4, False, None, True),      # four tokens' 16 heads fill a 64-row tile
     (16, 4, True, None, False),      # batch_invariant: one token's rows decide, whatever the batch
     (64, 1, True, None, True),

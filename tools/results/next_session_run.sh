@@ -63,13 +63,13 @@ for t in . /tmp/rr /tmp/rp; do echo "== ceiling $t" >> "$L"
   (cd $t && timeout 120 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 fp8_ds_mla_b128_h16_s8192) >> "$L" 2>&1; done
 exit 0
 fi
-# PHASE=crossover: where dense fp8 turns from portable to Hopper (compiler.HOPPER_FP8_MIN_ROWS = 64 from h16 and h128
+# PHASE=crossover: where dense fp8 turns from portable to Hopper (compiler.HOPPER_MIN_ROWS = 64 from h16 and h128
 # only): h16 / h32 / h64 both families, fp8 and fp8_ds_mla (HEAD's kernels)
 for h in 16 32 64; do for lay in fp8 fp8_ds_mla; do for be in portable hopper; do
   echo "== $lay h$h $be" >> "$L"
   MLA_CUPY_BACKEND=$be bench . "--batch-size 128 --num-heads $h --q-len 1 --cache-len 8192 --layout $lay" >> "$L"
 done; done; done
-# and sparse top-2048 (s_k 32768) at h16 / h32: the portable kernels today (HOPPER_SPARSE_MIN_ROWS,
+# and sparse top-2048 (s_k 32768) at h16 / h32: the portable kernels today (compiler.HOPPER_MIN_ROWS,
 # set from bf16 sparse); the Hopper kernel's work does not shrink below 64 rows, so it should take
 # about h64's time (fp8_ds_mla 121 us) against the portable 164
 for h in 16 32; do for lay in fp8_ds_mla bf16; do for be in portable hopper; do
