@@ -235,30 +235,39 @@ def device_arch(device_id: int) -> str:
     return arch_for_capability(int(cupy.cuda.Device(device_id).compute_capability))
 
 
-# Under "auto", sparse and dense fp8 variants run the Hopper family only when a
-# CTA's row group (sparse: a token's heads, all tokens' heads when folded; dense:
-# a sequence's tokens x heads) fills at least this much of its 64-row tile.  Their
-# kernel's cost per key (a gathered row; a dequantised row) is the same for 16 rows
-# as for 64, and below that the portable 16/32-row tiles were faster (H200: sparse
-# bf16 b128 top-2048 h16 162 us Hopper vs 134 portable, h128 308 vs 500; dense fp8
-# b128 s8192 h16 452.9 vs 424.5, h128 877 vs 1730).  Under batch_invariant the
-# dispatcher passes one token's rows for a dense call, so the choice does not
-# depend on the batch.
-HOPPER_MIN_ROWS = 64
+# Under "auto", dense fp8 variants (e4m3 latent, bf16 queries) run the Hopper
+# family only when a CTA's row group (a sequence's tokens x heads) has at least
+# this many rows.  Its kernel pads the group to a 64-row tile, and its cost per
+# key (a dequantised row) is the same for 16 rows as for 64; the portable 16-row
+# tile wins at 16 rows.  H200, b128 s8192, Hopper vs portable (2026-12-01,
+# 0c73aee), µs: h16 454.9 vs 430.3, h32 446.4 vs 678.7.  Every other variant runs
+# Hopper at any rows: dense fp8_ds_mla h8 449.9 vs 506.1, h16 448.8 vs 510.9;
+# sparse top-2048 (bytes gathered do not depend on the heads, so both families
+# take about the same time from h4 to h32) bf16 h4 97.5 vs 129.2, h16 98.1 vs
+# 133.8; fp8_ds_mla h4 113.3 vs 158.0, h16 114.1 vs 163.9.  Under batch_invariant
+# the dispatcher passes one token's rows for a dense call, so the choice does
+# not depend on the batch.
+DENSE_FP8_HOPPER_MIN_ROWS = 32
+
+
+def hopper_min_rows(key: DecodeKey) -> int:
+    """The smallest row group that runs ``key``'s variant on the Hopper family
+    under "auto" (0: any)."""
+    dense_fp8 = key.sparsity is Sparsity.DENSE and key.layout is Layout.FP8
+    return DENSE_FP8_HOPPER_MIN_ROWS if dense_fp8 else 0
 
 
 def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | None = None) -> bool:
     """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
     family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
-    device, a variant the family covers, and, under "auto" for a sparse or a dense
-    fp8 variant, a row group (``group_rows``: rows of one CTA's tokens, see
-    schedule.row_tiling) of at least HOPPER_MIN_ROWS.  The one rule for the
-    dispatcher's choice and for the split pack_scalar_args plans."""
+    device, a variant the family covers, and, under "auto", a row group
+    (``group_rows``: rows of one CTA's tokens, see schedule.row_tiling) of at
+    least hopper_min_rows(key).  The one rule for the dispatcher's choice and for
+    the split pack_scalar_args plans."""
     chosen = resolve_backend(backend)
     if chosen == "portable" or not hopper_supports(dataclasses.replace(key, tile_rows=64)):
         return False
-    row_bound = key.sparsity is Sparsity.SPARSE or key.layout is Layout.FP8
-    if chosen == "auto" and row_bound and group_rows is not None and group_rows < HOPPER_MIN_ROWS:
+    if chosen == "auto" and group_rows is not None and group_rows < hopper_min_rows(key):
         return False
     return device_arch(device_id) == "sm_90a"
 

@@ -428,18 +428,24 @@ def test_runs_hopper_reads_the_environment(monkeypatch):
         compiler.runs_hopper(DecodeKey(), 0)
 
 
-@pytest.mark.parametrize("backend,sparsity,group_rows,expected", [
-    ("auto", "sparse", 16, False),      # h16 unfolded: the portable 16-row tile
-    ("auto", "sparse", 64, True),
-    ("auto", "sparse", 128, True),
-    ("hopper", "sparse", 16, True),     # forced: the family still runs it
-    ("auto", "dense", 16, True),        # dense: Hopper at every row count
+@pytest.mark.parametrize("backend,sparsity,layout,group_rows,expected", [
+    ("auto", "sparse", "bf16", 1, True),         # sparse h4: Hopper 98 vs portable 129 us (compiler.py)
+    ("auto", "sparse", "fp8_ds_mla", 16, True),
+    ("auto", "sparse", "fp8", 8, True),
+    ("auto", "sparse", "bf16", 128, True),
+    ("portable", "sparse", "bf16", 128, False),  # forced: the portable family still runs it
+    ("auto", "dense", "bf16", 1, True),          # dense 16-bit: Hopper at every row count
+    ("auto", "dense", "fp8_ds_mla", 1, True),
+    ("auto", "dense", "fp8", 16, False),         # dense fp8 h16: portable 430 vs Hopper 455 us
+    ("auto", "dense", "fp8", 32, True),
 ])
-def test_runs_hopper_sparse_needs_a_full_row_group(monkeypatch, backend, sparsity, group_rows, expected):
+def test_runs_hopper_by_row_group(monkeypatch, backend, sparsity, layout, group_rows, expected):
+    """The row groups that run the Hopper family under "auto" (compiler.hopper_min_rows)."""
     from mla_cupy import compiler
     monkeypatch.setattr(compiler, "device_arch", lambda device_id: "sm_90a")
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
-    assert compiler.runs_hopper(DecodeKey(sparsity=sparsity), 0, backend, group_rows) is expected
+    key = DecodeKey(sparsity=sparsity, layout=layout)
+    assert compiler.runs_hopper(key, 0, backend, group_rows) is expected
 
 
 

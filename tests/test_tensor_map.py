@@ -197,16 +197,16 @@ def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invar
 
 
 @pytest.mark.parametrize("num_heads, q_max, batch_invariant, backend, want_hopper", [
-    (16, 1, False, None, False),     # 16 rows: the portable kernels (faster on the H200, compiler.HOPPER_MIN_ROWS)
-    (16, 4, False, None, True),      # four tokens' 16 heads fill a 64-row tile
+    (16, 1, False, None, False),     # 16 rows: the portable kernels (faster on the H200, compiler.hopper_min_rows)
+    (16, 2, False, None, True),      # two tokens' 16 heads: a 32-row group
     (16, 4, True, None, False),      # batch_invariant: one token's rows decide, whatever the batch
-    (64, 1, True, None, True),
+    (32, 1, True, None, True),
     (128, 1, False, None, True),
     (16, 1, False, "hopper", True),  # a forced family is taken as asked
 ])
 def test_dense_fp8_family_by_rows(monkeypatch, num_heads, q_max, batch_invariant, backend, want_hopper):
     """Dense fp8 rows with bf16 queries run the Hopper kernels (the producer
-    dequantises them) when a row group fills a 64-row tile, the portable ones below."""
+    dequantises them) from 32-row groups, the portable ones below."""
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
     sa = ScalarArgs(F((3,), np.int64), B, q_max, 2, batch_invariant=batch_invariant,
                     split_len=1024 if batch_invariant else 0)

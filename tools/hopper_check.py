@@ -74,7 +74,9 @@ def correctness(quick: bool, schedule: str) -> int:
                     dict(num_heads=128, seq_lens=[2, 1]), dict(num_heads=64, sink="random"),
                     dict(layout="fp8_ds_mla", num_heads=128), dict(layout="fp8_ds_mla", fold=True),
                     dict(layout="fp8_ds_mla", num_heads=64, extra_stride=40, logical=True),
-                    dict(layout="fp8", num_heads=128, topk="random"), dict(layout="fp8", fold=True)]
+                    dict(layout="fp8", num_heads=128, topk="random"), dict(layout="fp8", fold=True),
+                    dict(num_heads=4), dict(layout="fp8_ds_mla", num_heads=1, sink="random"),
+                    dict(layout="fp8", num_heads=8, mask="null")]
     # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way)
     for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
         kw = dict(kw)
