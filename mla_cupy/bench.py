@@ -72,6 +72,7 @@ class BenchCase:
     sparse_topk: int = 0
     sink: bool = False
     seed: int = 0
+    fold: bool = False        # fold_shared_index: a sequence's tokens share its first token's indices
 
     def __post_init__(self):
         for field in ("batch_size", "num_heads", "q_len", "page_size"):
@@ -82,8 +83,8 @@ class BenchCase:
         for field, allowed in (("layout", LAYOUTS), ("mask", MASKS), ("lengths", LENGTHS)):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field}: expected one of {allowed}, got {getattr(self, field)!r}")
-        if self.sparse and self.layout == "fp8":
-            raise ValueError("layout: sparse cases take bf16, fp16 or fp8_ds_mla, got 'fp8'")
+        if self.fold and not self.sparse:
+            raise ValueError("fold: fold_shared_index needs a sparse case (sparse_topk > 0)")
 
     @property
     def sparse(self) -> bool:
@@ -110,7 +111,7 @@ class BenchCase:
                 f"{' (normal)' if self.lengths == 'normal' else ''} page={self.page_size} "
                 f"{self.layout} {self.mask}")
         if self.sparse:
-            text += f" sparse top-{self.sparse_topk}"
+            text += f" sparse top-{self.sparse_topk}" + (" folded" if self.fold else "")
         return text + (" sink" if self.sink else "")
 
 
@@ -158,10 +159,23 @@ def _deepseek_cases():
             for h in (16, 32, 64, 128) for s in (1, 2, 4) for lens in LENGTHS]
 
 
-SUITES = {"issue8": _issue8_cases(), "sparse": _sparse_cases(), "fp8": _fp8_dense_cases(),
-          "deepseek": _deepseek_cases()}
+def _sparse_more_cases():
+    """Issue 9's sparse rows FlashMLA cannot run (its targets: 75% of the matmul rate
+    where compute-bound, 85% of copy bandwidth where memory-bound): the suite's
+    b=128 s_q=1 shape over the other layouts and head counts, and s_q 2 and 4 folded
+    (one index row a sequence: its time should stay near s_q = 1's)."""
+    def case(name, h, s, layout="fp8_ds_mla", fold=False):
+        return BenchCase(name, 128, h, s, 32768, layout=layout, mask="null", sparse_topk=2048, sink=True,
+                         fold=fold)
+    return ([case(f"sparse_{layout}_b128_sq1_h128", 128, 1, layout) for layout in ("bf16", "fp8")]
+            + [case(f"sparse_ds_mla_b128_sq1_h{h}", h, 1) for h in (32,)]
+            + [case(f"sparse_ds_mla_b128_sq{s}_h{h}_fold", h, s, fold=True) for s in (2, 4) for h in (16, 64)])
+
+
+SUITES = {"issue8": _issue8_cases(), "sparse": _sparse_cases(), "sparse_more": _sparse_more_cases(),
+          "fp8": _fp8_dense_cases(), "deepseek": _deepseek_cases()}
 SUITES["default"] = SUITES["issue8"] + SUITES["sparse"]
-SUITES["all"] = (SUITES["default"] + [c for c in SUITES["fp8"] if c.layout != "bf16"]
+SUITES["all"] = (SUITES["default"] + SUITES["sparse_more"] + [c for c in SUITES["fp8"] if c.layout != "bf16"]
                  + SUITES["deepseek"])
 NAMED_CASES = {c.name: c for c in SUITES["all"]}
 
@@ -175,8 +189,11 @@ def flops(case: BenchCase) -> float:
 
 
 def bytes_moved(case: BenchCase) -> float:
-    """Cache rows read once (a sparse token's rows are its own) + q + out."""
-    rows = case.num_tokens * case.sparse_topk if case.sparse else int(case.key_counts().sum())
+    """Cache rows read once (a sparse token's rows are its own; folded, its sequence's) + q + out."""
+    if case.sparse:
+        rows = (case.batch_size if case.fold else case.num_tokens) * case.sparse_topk
+    else:
+        rows = int(case.key_counts().sum())
     q_bytes = case.num_tokens * case.num_heads * D_QK * 2
     out_bytes = case.num_tokens * case.num_heads * D_V * 2
     return float(rows * case.row_bytes + q_bytes + out_bytes)
@@ -214,7 +231,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="*", metavar="CASE",
                    help="named cases (--list shows them); none and no custom shape: --suite")
     p.add_argument("--suite", choices=sorted(SUITES), default=None,
-                   help="a case list: issue8, sparse, fp8 (dense fp8 beside bf16), default (= issue8 + sparse), deepseek, all")
+                   help="a case list: issue8, sparse, sparse_more (sparse rows no peer runs), fp8 (dense fp8 beside bf16), "
+                        "default (= issue8 + sparse), deepseek, all")
     p.add_argument("--list", action="store_true", help="print the named cases and exit (no GPU)")
     g = p.add_argument_group("custom shape (given --batch-size, --num-heads and --cache-len)")
     g.add_argument("--batch-size", type=int)
@@ -228,6 +246,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lengths", choices=LENGTHS, default="uniform",
                    help="normal: keys per sequence ~ max(N(s_k, s_k/2), q_len)")
     g.add_argument("--sparse-topk", type=int, default=0, help="sparse top-k per token (0: dense)")
+    g.add_argument("--fold", action="store_true",
+                   help="sparse: fold_shared_index (a sequence's tokens share its first token's indices)")
     g.add_argument("--sink", action="store_true", help="random attention sink per head")
     g.add_argument("--seed", type=int, default=0)
     p.add_argument("--peer", action="append", default=[], metavar="NAME",
@@ -263,10 +283,10 @@ def resolve_cases(args) -> list[BenchCase]:
         _check_int("--q-len", args.q_len, 1)
         name = (f"custom_b{args.batch_size}_h{args.num_heads}_sq{args.q_len}_c{args.cache_len}"
                 f"_p{args.page_size}_{args.layout}_{args.mask}"
-                + (f"_top{args.sparse_topk}" if args.sparse_topk else ""))
+                + (f"_top{args.sparse_topk}" if args.sparse_topk else "") + ("_fold" if args.fold else ""))
         cases.append(BenchCase(name, args.batch_size, args.num_heads, args.q_len,
                                args.cache_len + args.q_len, args.page_size, args.layout, args.mask,
-                               args.lengths, args.sparse_topk, args.sink, args.seed))
+                               args.lengths, args.sparse_topk, args.sink, args.seed, args.fold))
     for name in args.cases:
         if name not in NAMED_CASES:
             raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
@@ -277,7 +297,7 @@ def resolve_cases(args) -> list[BenchCase]:
 
 
 def print_case_list(file=None) -> None:
-    for suite in ("issue8", "sparse", "fp8", "deepseek"):
+    for suite in ("issue8", "sparse", "sparse_more", "fp8", "deepseek"):
         print(f"# --suite {suite}", file=file or sys.stdout)
         for c in SUITES[suite]:
             print(f"{c.name:36s} {c.describe()}", file=file or sys.stdout)
@@ -598,12 +618,14 @@ def ours(case, inputs, batch_invariant=False):
     kv = inputs.kv
     sa = pack_scalar_args(case.batch_size, case.q_len, kv.max_cache_length, case.num_heads,
                           layout=case.layout, sparse_mla=case.sparse, indices_stride=case.sparse_topk,
+                          fold_shared_index=case.fold,
                           batch_invariant=batch_invariant)
     out = cupy.empty((case.num_tokens, case.num_heads, D_V), dtype=inputs.q.dtype)
     lse = cupy.empty((case.num_tokens, case.num_heads), dtype=np.float32)
     kw = dict(mask_str=case.mask, attn_sink_ptr=inputs.sink, batch_invariant=batch_invariant)
     if case.sparse:
-        kw.update(sparse_mla=True, d_indices=inputs.d_indices, indices_stride=case.sparse_topk)
+        kw.update(sparse_mla=True, d_indices=inputs.d_indices, indices_stride=case.sparse_topk,
+                  fold_shared_index=case.fold)
 
     def call(with_lse=False):
         generic_flare_mla_decode_kv_cache_ragged(inputs.q, inputs.offsets, kv, 0, inputs.scale, out,
@@ -644,7 +666,7 @@ def reference_rows(case, inputs, picked) -> dict:
             idx = _host(inputs.d_indices[rows]).astype(np.int64)
             used = np.unique(idx[idx >= 0] // page)
             new_block = np.searchsorted(used, np.maximum(idx, 0) // page)
-            kw = dict(sparse_mla=True,
+            kw = dict(sparse_mla=True, fold_shared_index=case.fold,
                       d_indices=np.where(idx >= 0, new_block * page + idx % page, -1).astype(np.int32))
             lookup = np.zeros((1, 1), dtype=np.int32)
         else:

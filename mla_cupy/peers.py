@@ -85,6 +85,8 @@ class FlashMLA(Peer):
                 return "sparse: h_q 64 or 128 only"
             if case.mask != "null":
                 return "sparse: causal=False only (use --mask null)"
+            if case.fold:
+                return "sparse: each token its own index row (no fold_shared_index)"
             return None
         if case.layout not in ("bf16", "fp16"):
             return "dense: bf16/fp16 caches only"

@@ -67,6 +67,23 @@ def test_fp8_suite_pairs_each_fp8_layout_with_the_bf16_case_of_its_shape():
         assert c in B.SUITES["all"]
 
 
+def test_sparse_more_suite_is_issue9s_rows_without_a_peer():
+    """Sparse rows FlashMLA cannot run: other layouts at h128, fewer heads, and
+    folded s_q > 1 (the bytes counted once a sequence: its rows are shared)."""
+    from mla_cupy.peers import PEERS
+    suite = B.SUITES["sparse_more"]
+    assert {c.layout for c in suite} == {"bf16", "fp8", "fp8_ds_mla"}
+    assert any(c.fold and c.q_len == 4 for c in suite) and all(c.sparse for c in suite)
+    for c in suite:
+        assert all(PEERS[p].unsupported(c) for p in PEERS), c.name
+        if c.fold:
+            unfolded = dataclasses.replace(c, fold=False)
+            assert B.bytes_moved(unfolded) - B.bytes_moved(c) == (c.q_len - 1) * c.batch_size * 2048 * c.row_bytes
+            assert B.flops(unfolded) == B.flops(c)
+    with pytest.raises(ValueError, match="fold: fold_shared_index needs a sparse case"):
+        B.BenchCase("x", 1, 16, 2, 100, fold=True)
+
+
 def test_deepseek_suite_covers_heads_by_query_lengths_by_lengths():
     got = {(c.num_heads, c.q_len, c.lengths) for c in B.SUITES["deepseek"]}
     assert got == {(h, s, lens) for h in (16, 32, 64, 128) for s in (1, 2, 4) for lens in B.LENGTHS}
@@ -262,8 +279,7 @@ def test_custom_shape_counts_keys_as_cache_len_plus_q_len():
     (("--batch-size", 8, "--num-heads", 16), "missing --cache-len"),
     (("--batch-size", 8, "--num-heads", 200, "--cache-len", 10), "num_heads: expected an int in [1, 128]"),
     (("--batch-size", 8, "--num-heads", 16, "--cache-len", -1), "--cache-len: expected an int >= 0"),
-    (("--batch-size", 8, "--num-heads", 16, "--cache-len", 10, "--layout", "fp8",
-      "--sparse-topk", 8), "layout: sparse cases"),
+    (("--batch-size", 8, "--num-heads", 16, "--cache-len", 10, "--fold"), "fold: fold_shared_index needs a sparse"),
 ])
 def test_argument_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert B.main(parse(*argv)) == 2
@@ -294,11 +310,13 @@ SMALL_CASES = [
     B.BenchCase("dense_fp8_page1", 3, 16, 1, 200, page_size=1, layout="fp8"),
     B.BenchCase("sparse_ds_mla", 3, 4, 2, 500, layout="fp8_ds_mla", mask="null", sparse_topk=64, sink=True),
     B.BenchCase("sparse_short", 3, 4, 1, 40, page_size=16, mask="null", sparse_topk=64, lengths="normal"),
+    B.BenchCase("sparse_fp8", 3, 4, 1, 300, page_size=16, layout="fp8", mask="null", sparse_topk=64, sink=True),
+    B.BenchCase("sparse_fold", 3, 8, 3, 400, layout="fp8_ds_mla", mask="null", sparse_topk=64, fold=True),
 ]
 
 
 def _full_reference(case, inputs):
-    kw = dict(sparse_mla=True, d_indices=inputs.d_indices) if case.sparse else {}
+    kw = dict(sparse_mla=True, d_indices=inputs.d_indices, fold_shared_index=case.fold) if case.sparse else {}
     return mla_decode_reference(inputs.q, inputs.offsets, inputs.kv, 0, inputs.scale, mask_str=case.mask,
                                 attn_sink_ptr=inputs.sink, **kw)
 

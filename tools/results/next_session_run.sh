@@ -11,7 +11,8 @@
 #       test file on the default families and dense / sparse / fp8 forced portable, memcheck (~5 min)
 #   PHASE=bench OUT=$OUT bash tools/results/next_session_run.sh
 #       HEAD, fd, la, br and st side by side, twice, on the fp8 and sparse rows (each row is
-#       checked against the reference first), and each one's producer ceiling (~6 min)
+#       checked against the reference first), the sparse_more suite on HEAD and the stack, and
+#       the producer ceilings (~8 min)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; w=/tmp/w; mkdir -p $w
@@ -41,5 +42,8 @@ S="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 fp8_ds_mla_b128_h16_s8
 BF="--batch-size 128 --num-heads 128 --q-len 1 --cache-len 32768 --layout bf16 --sparse-topk 2048"
 for t in . /tmp/fd /tmp/la /tmp/br /tmp/st . /tmp/fd /tmp/la /tmp/br /tmp/st; do echo "== $t" >> "$L"; bench $t "$S" >> "$L"; done
 for t in . /tmp/st; do echo "== bf16 sparse $t" >> "$L"; bench $t "$BF" >> "$L"; done
+# issue 9's sparse rows no peer runs (mla-cupy bench --suite sparse_more, new in session 9: bf16 and
+# fp8 caches, h32, folded s_q 2 / 4), never run on a GPU before: HEAD and the stack
+for t in . /tmp/st; do echo "== sparse_more $t" >> "$L"; bench $t "--suite sparse_more" >> "$L"; done
 for t in . /tmp/st; do echo "== ceiling $t" >> "$L"
   (cd $t && timeout 120 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 fp8_ds_mla_b128_h16_s8192) >> "$L" 2>&1; done
