@@ -13,8 +13,27 @@
 #       HEAD, fd, la, br and st side by side, twice, on the fp8 and sparse rows (each row is
 #       checked against the reference first), the sparse_more suite on HEAD and the stack, and
 #       the producer ceilings (~8 min)
+#   PHASE=l2 OUT=$OUT bash tools/results/next_session_run.sh
+#       issue 8: is the dense h128 seesaw bound by L2's output?  One launch each of ours and
+#       FlashMLA's kernel at b128 h128 s8192 under ncu: L2 throughput % of peak, hit rate,
+#       bytes into the SMs, DRAM %, tensor pipe %.  At 530 us the SMs take in 4.6 TB/s of
+#       cache rows (two CTAs a sequence each read all of it), FlashMLA's 5.3 TB/s at 460 us;
+#       if L2's throughput is near its peak there, a two-CTA cluster loading each tile once
+#       by TMA multicast is the lever (NOTES.md session 9) (~2 min)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+if [ "${PHASE:-check}" = l2 ]; then
+  L=$OUT/log.txt; : > "$L"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PYTHONPATH
+  for k in "mla_decode -s 2 -c 1" "flash -c 6"; do echo "== $k" >> "$L"
+    timeout 250 ncu --clock-control none -k regex:$k --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      python3 tools/bench.py b128_h128_s8192 --peer flashmla --repeats 20 --check-seqs 1 > $OUT/ncu_${k%% *}.txt 2>&1
+    grep -E "^  [a-zA-Z_].*\(|Duration|L2 Cache Throughput|DRAM Throughput|L2 Hit Rate|Memory Throughput|Compute \(SM\)|Mem Busy|Max Bandwidth" \
+      $OUT/ncu_${k%% *}.txt | head -60 >> "$L"
+  done
+  exit 0
+fi
 L=$OUT/log.txt; : > "$L"; w=/tmp/w; mkdir -p $w
 for t in fd:next_fast_page_div la:next_raw_ahead2 br:next_bulk_runs st:next_producer_stack; do
   d=/tmp/${t%%:*}; rm -rf $d && cp -r . $d && (cd $d && git apply tools/results/${t#*:}.patch) || echo "$d: apply failed" >> "$L"
