@@ -20,8 +20,23 @@
 #       cache rows (two CTAs a sequence each read all of it), FlashMLA's 5.3 TB/s at 460 us;
 #       if L2's throughput is near its peak there, a two-CTA cluster loading each tile once
 #       by TMA multicast is the lever (NOTES.md session 9) (~2 min)
+#   PHASE=why OUT=$OUT bash tools/results/next_session_run.sh
+#       issue 9: why the register producers lost (session 9; predicted faster, measured 232 -> 287 us):
+#       ncu WarpStateStats and SourceCounters of one launch of the dropped coalesced patch's sparse
+#       ds_mla h128 kernel beside HEAD's, exported as CSV (the producer's stall reasons by SASS line)
+#       (~3 min)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+if [ "${PHASE:-check}" = why ]; then
+  L=$OUT/log.txt; : > "$L"
+  rm -rf /tmp/co && cp -r . /tmp/co && (cd /tmp/co && git apply tools/results/2026-12-01f_dropped_coalesced_producer.patch) || echo "co: apply failed" >> "$L"
+  for t in . /tmp/co; do n=$([ $t = . ] && echo head || echo co); mkdir -p /tmp/hs_$n; echo "== $n" >> "$L"
+    (cd $t && timeout 200 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 ds_mla_null_sparse --top 24 \
+      --out /tmp/hs_$n) >> "$L" 2>&1
+    gzip -c /tmp/hs_$n/hotspots_source.csv > $OUT/hotspots_$n.csv.gz
+  done
+  exit 0
+fi
 if [ "${PHASE:-check}" = l2 ]; then
   L=$OUT/log.txt; : > "$L"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
