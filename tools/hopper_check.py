@@ -49,7 +49,8 @@ def correctness(quick: bool, schedule: str) -> int:
               dict(layout="fp8_ds_mla"), dict(layout="fp8_ds_mla", num_heads=128, page_size=64),
               dict(layout="fp8_ds_mla", mask="sliding_window_causal", sink="random"),
               dict(layout="fp8"), dict(layout="fp8", num_heads=128, page_size=64, sink="random"),
-              dict(layout="fp8", d_qk=512, mask="sliding_window_causal")]
+              dict(layout="fp8", d_qk=512, mask="sliding_window_causal"),
+              dict(layout="fp8_ds_mla", num_heads=1), dict(layout="fp8", num_heads=4, page_size=3)]
     fails = 0
     for i, kw in enumerate(cases[: 8 if quick else None]):
         kw = dict(kw)
