@@ -8,9 +8,22 @@
 #       both families (is the 32-row rule still right once PageDiv sped both up?); the fp8
 #       GPU tests on the tree; then issue 8's L2 question (ncu SpeedOfLight and
 #       MemoryWorkloadAnalysis of our b128 h128 seesaw and FlashMLA's kernel)  (~8 min)
+#   PHASE=final COMMIT=<sha> OUT=$OUT bash tools/results/session10_run.sh
+#       the committed tree: warm the kernel cache, the fp8 GPU tests (the br call's 200 s ran
+#       out compiling cold), then the README's tables beside both peers: --suite default
+#       (issue 8 + issue 9) and the dense fp8 rows  (~8 min)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
+if [ "${PHASE:-br}" = final ]; then
+  timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
+  timeout 170 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_fp8.py > $OUT/tests.txt 2>&1; echo "[fp8 exit $?]" >> $OUT/tests.txt
+  tail -2 $OUT/tests.txt >> "$L"
+  timeout 200 bash tools/gpu_bench.sh --suite default --repeats 30 > /dev/null 2>&1; echo "[default exit $?]" >> "$L"
+  OUT=$OUT/fp8 timeout 120 bash tools/gpu_bench.sh fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192 fp8_b128_h128_s8192 \
+    fp8_ds_mla_b128_h128_s8192 --repeats 30 > /dev/null 2>&1; echo "[fp8 bench exit $?]" >> "$L"
+  exit 0
+fi
 rm -rf /tmp/base && cp -r . /tmp/base && (cd /tmp/base && git apply -R tools/results/next_bulk_runs_dense.patch) || echo "base: reverse failed" >> "$L"
 bench() { (cd $1 && timeout 150 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110); }
 timeout 150 python3 tools/hopper_check.py > $OUT/check.txt 2>&1; echo "[exit $?]" >> $OUT/check.txt
