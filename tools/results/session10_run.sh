@@ -16,8 +16,8 @@ set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
 if [ "${PHASE:-br}" = final ]; then
-  timeout 120 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
-  timeout 170 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_fp8.py > $OUT/tests.txt 2>&1; echo "[fp8 exit $?]" >> $OUT/tests.txt
+  timeout 100 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"
+  timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_fp8.py > $OUT/tests.txt 2>&1; echo "[fp8 exit $?]" >> $OUT/tests.txt
   tail -2 $OUT/tests.txt >> "$L"
   timeout 200 bash tools/gpu_bench.sh --suite default --repeats 30 > /dev/null 2>&1; echo "[default exit $?]" >> "$L"
   OUT=$OUT/fp8 timeout 120 bash tools/gpu_bench.sh fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192 fp8_b128_h128_s8192 \
