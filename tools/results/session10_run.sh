@@ -12,6 +12,11 @@
 #       the committed tree: warm the kernel cache, the fp8 GPU tests (the br call's 200 s ran
 #       out compiling cold), then the README's tables beside both peers: --suite default
 #       (issue 8 + issue 9) and the dense fp8 rows  (~8 min)
+#   PHASE=two OUT=$OUT bash tools/results/session10_run.sh
+#       the tree holds next_two_producers.patch (fp8 layouts: two producer warpgroups of
+#       128 threads, 512 a CTA, P V as two n128 wgmma; small spills); /tmp/base = HEAD.
+#       hopper_check, base vs tree on the fp8 rows, the fp8 and sparse GPU tests, and the
+#       producer ceilings of both  (~7 min)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
@@ -22,6 +27,24 @@ if [ "${PHASE:-br}" = final ]; then
   timeout 200 bash tools/gpu_bench.sh --suite default --repeats 30 > /dev/null 2>&1; echo "[default exit $?]" >> "$L"
   OUT=$OUT/fp8 timeout 120 bash tools/gpu_bench.sh fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192 fp8_b128_h128_s8192 \
     fp8_ds_mla_b128_h128_s8192 --repeats 30 > /dev/null 2>&1; echo "[fp8 bench exit $?]" >> "$L"
+  exit 0
+fi
+if [ "${PHASE:-br}" = two ]; then
+  rm -rf /tmp/base && cp -r . /tmp/base && (cd /tmp/base && git apply -R tools/results/next_two_producers.patch) || echo "base: reverse failed" >> "$L"
+  (cd /tmp/base && timeout 100 python3 tools/warm_kernel_cache.py 2>&1 | tail -1) >> "$L" &
+  timeout 170 python3 tools/hopper_check.py > $OUT/check.txt 2>&1; echo "[exit $?]" >> $OUT/check.txt
+  wait
+  grep "correctness:\|exit\|^FAIL" $OUT/check.txt | head >> "$L"
+  grep -q "^\[exit 0\]" $OUT/check.txt || exit 0
+  bench() { (cd $1 && timeout 150 python3 tools/bench.py $2 --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110); }
+  S="fp8_ds_mla_b128_h16_s8192 fp8_ds_mla_b128_h128_s8192 fp8_b128_h128_s8192 sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64"
+  for t in /tmp/base . ; do echo "== $t" >> "$L"; bench $t "$S" >> "$L"; done
+  for n in fp8 sparse; do
+    timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$n.py > $OUT/tests_$n.txt 2>&1; echo "[$n exit $?]" >> $OUT/tests_$n.txt
+    tail -2 $OUT/tests_$n.txt >> "$L"
+  done
+  for t in /tmp/base .; do echo "== ceiling $t" >> "$L"
+    (cd $t && timeout 60 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 fp8_ds_mla_b128_h16_s8192) >> "$L" 2>&1; done
   exit 0
 fi
 rm -rf /tmp/base && cp -r . /tmp/base && (cd /tmp/base && git apply -R tools/results/next_bulk_runs_dense.patch) || echo "base: reverse failed" >> "$L"
