@@ -133,3 +133,28 @@ def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
         nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
     finally:
         nvrtc.destroyProgram(prog)
+
+
+@pytest.mark.parametrize("ablation", ["noscale", "noconvert", "nostore"])
+@pytest.mark.parametrize("name", ["mla_decode_fp8_ds_mla_null_sparse_fold0_hopper",
+                                  "mla_decode_fp8_causal_dense_fold0_hopper"])
+def test_producer_ablations_edit_the_producer_and_compile(name, ablation):
+    """Each of producer_ceiling.py's ablations finds its code once in both fp8
+    layouts' kernels, changes the source, and the result compiles."""
+    import sys
+    from pathlib import Path
+
+    from cupy.cuda import nvrtc
+
+    from mla_cupy.compiler import BASE_OPTIONS
+    from mla_cupy.variants import parse
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import producer_ceiling
+    base = producer_ceiling.stripped_source(render(parse(name)))
+    src = producer_ceiling.ablated_source(render(parse(name)), ablation)
+    assert src != base
+    prog = nvrtc.createProgram(src, "ablation.cu", [], [])
+    try:
+        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
+    finally:
+        nvrtc.destroyProgram(prog)

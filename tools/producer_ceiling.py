@@ -7,7 +7,16 @@ producer alone allows (keys dequantised a microsecond per SM); the difference
 to the full kernel is what the MMAs and the hand-overs add.  The stripped
 kernel's output is garbage: it is timed, never compared.
 
-    PYTHONPATH=.:tests python3 tools/producer_ceiling.py [CASE ...]   (default: the sparse ds_mla rows; dense fp8_ds_mla cases too)
+Ablations (--ablate) then take parts of the fp8 producer's own work away from the
+kernel without MMAs, one at a time, to say where its time goes (session 10 found
+it bound by the instructions it issues, NOTES.md):
+  noscale    the group-scale multiply (fp8_ds_mla; what folding the scales into
+             S and P would save)
+  noconvert  the whole e4m3 -> bf16 conversion (the raw 16 bytes stored twice)
+  nostore    the dequantised tile's stores (the values kept alive, not written)
+
+    PYTHONPATH=.:tests python3 tools/producer_ceiling.py [CASE ...] [--ablate noscale,noconvert,nostore]
+    (default cases: the sparse ds_mla rows; dense fp8_ds_mla cases too)
 """
 import argparse
 import sys
@@ -24,11 +33,47 @@ def stripped_source(src: str) -> str:
     return src
 
 
+_DEQUANT = "auto dequant16 = [&](const uint4 v, float scale, uint4& lo, uint4& hi) {"
+_STORE_LO = "*reinterpret_cast<uint4*>(base + sw128_offset<KV_CHUNK_BYTES>(ld_n, j)) = lo;"
+_STORE_HI = "*reinterpret_cast<uint4*>(base + sw128_offset<KV_CHUNK_BYTES>(ld_n, j + 1)) = hi;"
+_STORE_FN = "auto store_piece = [&](int tile, int i, const uint4 v, float scale) {"
+_PRODUCER_END = "cp_async_wait<0>();                // (Q, when there was no tile)"
+# nostore keeps the converted values alive by folding them into one word, written
+# (to a spare shared-memory word) only if it matches a constant: ptxas drops values
+# that feed no instruction, empty asm statements included
+_SINK = "ablation_sink ^= {0}.x ^ {0}.y ^ {0}.z ^ {0}.w;"
+_SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
+             "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = ablation_sink;\n")
+# name -> (old, new) edits of the rendered fp8 kernel, each found exactly once
+ABLATIONS = {
+    "noscale": [("if constexpr (GROUP_SCALED) {", "if constexpr (false) {")],
+    "noconvert": [(_DEQUANT, _DEQUANT + " lo = v; hi = make_uint4(v.y, v.x, v.w, v.z); return;")],
+    "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
+                (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
+                (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
+}
+
+
+def ablated_source(src: str, ablation: str) -> str:
+    """The kernel without MMAs (stripped_source) and without one part of the
+    producer's work (ABLATIONS)."""
+    src = stripped_source(src)
+    for old, new in ABLATIONS[ablation]:
+        assert src.count(old) == 1, (ablation, old)
+        src = src.replace(old, new)
+    return src
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", default=["sparse_ds_mla_b128_sq1_h128", "sparse_ds_mla_b128_sq1_h64"])
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--ablate", default="", help=f"comma-separated, of {', '.join(ABLATIONS)} (fp8 layouts)")
     args = ap.parse_args()
+    ablations = [a for a in args.ablate.split(",") if a]
+    for a in ablations:
+        if a not in ABLATIONS:
+            ap.error(f"--ablate: expected names from {sorted(ABLATIONS)}, got {a!r}")
     import cupy
 
     sys.path.insert(0, "tools")
@@ -58,22 +103,26 @@ def main():
         key = decode[0]
         full_us, _, _ = timer.gpu_us(call, args.repeats)
         variant = parse(key[0])
-        mod = cupy.RawModule(code=stripped_source(render(variant)),
-                             options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
-                             backend="nvrtc")
-        kernel = mod.get_function(key[0])
-        kernel.max_dynamic_shared_size_bytes = compiler._dynamic_smem(variant)
-        original = compiler._memo[key]
-        compiler._memo[key] = kernel
-        fresh()
-        try:
-            call, _, _ = call_with(case, inputs, None)
-            call()
-            timer.sync()
-            bare_us, _, _ = timer.gpu_us(call, args.repeats)
-        finally:
-            compiler._memo[key] = original
+        source = render(variant)
+
+        def time_source(src):   # the case's time with its decode kernel built from src
+            mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
+                                 backend="nvrtc")
+            kernel = mod.get_function(key[0])
+            kernel.max_dynamic_shared_size_bytes = compiler._dynamic_smem(variant)
+            original = compiler._memo[key]
+            compiler._memo[key] = kernel
             fresh()
+            try:
+                call, _, _ = call_with(case, inputs, None)
+                call()
+                timer.sync()
+                return timer.gpu_us(call, args.repeats)[0]
+            finally:
+                compiler._memo[key] = original
+                fresh()
+
+        bare_us = time_source(stripped_source(source))
         # every CTA of a row group dequantises the group's keys: a sparse token's heads, or
         # a dense sequence's tokens x heads, in 64-row CTAs
         rows = case.num_heads * (1 if case.sparse else case.q_len)
@@ -82,6 +131,13 @@ def main():
         print(f"{name} ({key[0]}, P={p}): full {full_us:.1f} us, without wgmma {bare_us:.1f} us: "
               f"the producer alone {keys / sms / bare_us:.1f} keys/us/SM "
               f"(full kernel {keys / sms / full_us:.1f})", flush=True)
+        for a in ablations:
+            if _DEQUANT not in source:
+                print(f"  {a}: not an fp8 producer kernel", flush=True)
+                continue
+            us = time_source(ablated_source(source, a))
+            print(f"  without wgmma, {a}: {us:.1f} us ({us - bare_us:+.1f}): "
+                  f"{keys / sms / us:.1f} keys/us/SM", flush=True)
 
 
 if __name__ == "__main__":
