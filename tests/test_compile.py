@@ -158,3 +158,24 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation):
         nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
     finally:
         nvrtc.destroyProgram(prog)
+
+
+def test_convert_rate_modes_compile():
+    """tools/convert_rate.py renders each mode from the production fp8 helpers and
+    the kernel compiles."""
+    import sys
+    from pathlib import Path
+
+    from cupy.cuda import nvrtc
+
+    from mla_cupy.compiler import BASE_OPTIONS
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import convert_rate
+    for mode in convert_rate.MODES:
+        src = convert_rate.render(mode)
+        assert f"constexpr int MODE = {convert_rate.MODES.index(mode)};" in src
+        prog = nvrtc.createProgram(src, "convert_rate.cu", [], [])
+        try:
+            nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
+        finally:
+            nvrtc.destroyProgram(prog)
