@@ -8,8 +8,8 @@
 # Predictions (session 10 NOTES): if instruction issue bounds it, the time without MMAs falls
 # roughly with the instructions removed: noscale -20%, noconvert -55%, nostore -5%; if one
 # pipe bounds it (a conversion pipe), noscale ~0% and noconvert large.  convert_rate.py says
-# which: if 'full' converts far more values a clock per SM than the producer does (~29 keys a
-# us = ~5 values a clock at h16 dense), the conversion's issue rate is not the bound.
+# which: if "full" converts far more values a clock per SM than the producer does (~29 keys a
+# us x 512 = ~8.5 values a clock at h16 dense), the conversion's issue rate is not the bound.
 # Usage (device machine, repository root; timeout 300):
 #   OUT=$OUT bash tools/results/session11_run.sh
 set -u
