@@ -22,6 +22,29 @@ SMEM = {"sm_90a": dict(per_block=227 * 1024, per_sm=228 * 1024),
         "sm_80": dict(per_block=163 * 1024, per_sm=164 * 1024)}
 
 
+
+def _nvrtc_compile(src: str, name: str) -> None:
+    """Compile a tool's edited kernel source for sm_90a with NVRTC (no GPU needed); an
+    error raises."""
+    from cupy.cuda import nvrtc
+
+    from mla_cupy.compiler import BASE_OPTIONS
+    prog = nvrtc.createProgram(src, name, [], [])
+    try:
+        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def _tool(name: str):
+    """A module of tools/ (not a package), imported by path."""
+    import sys
+    from pathlib import Path
+    tools = str(Path(__file__).resolve().parent.parent / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return __import__(name)
+
 def registers_per_cta(registers: int, threads: int) -> int:
     return math.ceil(registers / REGISTER_GRANULE) * REGISTER_GRANULE * threads
 
@@ -97,42 +120,20 @@ def test_phase_probe_instruments_the_seesaw(pair, per_warp):
     """tools/phase_probe.py stamps lines of the seesaw kernel found by anchor
     text: every anchor is still there once (it asserts so) and the instrumented
     source compiles, so a kernel edit that moves one shows here, not on the GPU."""
-    import sys
-    from pathlib import Path
-
-    from cupy.cuda import nvrtc
-
-    from mla_cupy.compiler import BASE_OPTIONS
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import phase_probe
+    phase_probe = _tool("phase_probe")
     src = phase_probe.instrumented_source(pair, per_warp)
     assert src.count("g_prof[") == 1 + (len(phase_probe.PAIR_STEPS) if pair is not None else 8)
-    prog = nvrtc.createProgram(src, "probe.cu", [], [])
-    try:
-        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
-    finally:
-        nvrtc.destroyProgram(prog)
+    _nvrtc_compile(src, "probe.cu")
 
 
 def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
     """tools/producer_ceiling.py removes the wgmma issue helpers' bodies of the
     sparse ds_mla kernel: both helpers are found once and the result compiles."""
-    import sys
-    from pathlib import Path
-
-    from cupy.cuda import nvrtc
-
-    from mla_cupy.compiler import BASE_OPTIONS
     from mla_cupy.variants import parse
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import producer_ceiling
+    producer_ceiling = _tool("producer_ceiling")
     src = producer_ceiling.stripped_source(render(parse("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper")))
     assert src.count(" return;") >= 2
-    prog = nvrtc.createProgram(src, "ceiling.cu", [], [])
-    try:
-        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
-    finally:
-        nvrtc.destroyProgram(prog)
+    _nvrtc_compile(src, "ceiling.cu")
 
 
 @pytest.mark.parametrize("ablation", ["noscale", "noconvert", "nostore"])
@@ -141,41 +142,19 @@ def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
 def test_producer_ablations_edit_the_producer_and_compile(name, ablation):
     """Each of producer_ceiling.py's ablations finds its code once in both fp8
     layouts' kernels, changes the source, and the result compiles."""
-    import sys
-    from pathlib import Path
-
-    from cupy.cuda import nvrtc
-
-    from mla_cupy.compiler import BASE_OPTIONS
     from mla_cupy.variants import parse
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import producer_ceiling
+    producer_ceiling = _tool("producer_ceiling")
     base = producer_ceiling.stripped_source(render(parse(name)))
     src = producer_ceiling.ablated_source(render(parse(name)), ablation)
     assert src != base
-    prog = nvrtc.createProgram(src, "ablation.cu", [], [])
-    try:
-        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
-    finally:
-        nvrtc.destroyProgram(prog)
+    _nvrtc_compile(src, "ablation.cu")
 
 
 def test_convert_rate_modes_compile():
     """tools/convert_rate.py renders each mode from the production fp8 helpers and
     the kernel compiles."""
-    import sys
-    from pathlib import Path
-
-    from cupy.cuda import nvrtc
-
-    from mla_cupy.compiler import BASE_OPTIONS
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import convert_rate
+    convert_rate = _tool("convert_rate")
     for mode in convert_rate.MODES:
         src = convert_rate.render(mode)
         assert f"constexpr int MODE = {convert_rate.MODES.index(mode)};" in src
-        prog = nvrtc.createProgram(src, "convert_rate.cu", [], [])
-        try:
-            nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
-        finally:
-            nvrtc.destroyProgram(prog)
+        _nvrtc_compile(src, "convert_rate.cu")
