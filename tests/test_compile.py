@@ -136,17 +136,22 @@ def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
     _nvrtc_compile(src, "ceiling.cu")
 
 
-@pytest.mark.parametrize("ablation", ["noscale", "noconvert", "nostore"])
+@pytest.mark.parametrize("ablation, keep_mma", [("noscale", False), ("noconvert", False), ("nostore", False),
+                                                ("nocopy", False), ("nocopy+noconvert+nostore", True)])
 @pytest.mark.parametrize("name", ["mla_decode_fp8_ds_mla_null_sparse_fold0_hopper",
                                   "mla_decode_fp8_causal_dense_fold0_hopper"])
-def test_producer_ablations_edit_the_producer_and_compile(name, ablation):
-    """Each of producer_ceiling.py's ablations finds its code once in both fp8
-    layouts' kernels, changes the source, and the result compiles."""
+def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_mma):
+    """Each of producer_ceiling.py's ablations (and a '+'-joined one on the whole
+    kernel, wgmma kept) finds its code once in both fp8 layouts' kernels, changes
+    the source, and the result compiles."""
     from mla_cupy.variants import parse
     producer_ceiling = _tool("producer_ceiling")
-    base = producer_ceiling.stripped_source(render(parse(name)))
-    src = producer_ceiling.ablated_source(render(parse(name)), ablation)
+    source = render(parse(name))
+    base = source if keep_mma else producer_ceiling.stripped_source(source)
+    src = producer_ceiling.ablated_source(source, ablation, keep_mma)
     assert src != base
+    qk = src.index("{", src.index(producer_ceiling.STRIP[0])) + 1
+    assert (src[qk:qk + len(" return;")] == " return;") != keep_mma   # stripped unless kept
     _nvrtc_compile(src, "ablation.cu")
 
 

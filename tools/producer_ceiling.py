@@ -14,6 +14,11 @@ it bound by the instructions it issues, NOTES.md):
              S and P would save)
   noconvert  the whole e4m3 -> bf16 conversion (the raw 16 bytes stored twice)
   nostore    the dequantised tile's stores (the values kept alive, not written)
+  nocopy     the bulk copies of the raw records (raw[s] completes on the warps'
+             arrivals alone; the bytes dequantised are whatever the buffer held)
+Ablations join with '+' (nocopy+noconvert+nostore: the producer's skeleton).
+--keep-mma applies them to the whole kernel instead: with every producer ablation
+joined, what is left is the math warpgroups and the hand-overs, the math's own bound.
 
     PYTHONPATH=.:tests python3 tools/producer_ceiling.py [CASE ...] [--ablate noscale,noconvert,nostore]
     (default cases: the sparse ds_mla rows; dense fp8_ds_mla cases too)
@@ -48,19 +53,22 @@ _SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
 ABLATIONS = {
     "noscale": [("if constexpr (GROUP_SCALED) {", "if constexpr (false) {")],
     "noconvert": [(_DEQUANT, _DEQUANT + " lo = v; hi = make_uint4(v.y, v.x, v.w, v.z); return;")],
+    "nocopy": [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")],
     "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
 }
 
 
-def ablated_source(src: str, ablation: str) -> str:
-    """The kernel without MMAs (stripped_source) and without one part of the
-    producer's work (ABLATIONS)."""
-    src = stripped_source(src)
-    for old, new in ABLATIONS[ablation]:
-        assert src.count(old) == 1, (ablation, old)
-        src = src.replace(old, new)
+def ablated_source(src: str, ablation: str, keep_mma: bool = False) -> str:
+    """The kernel without MMAs (stripped_source; kept with keep_mma) and without
+    the parts of the producer's work that ``ablation`` names ('+'-joined ABLATIONS)."""
+    if not keep_mma:
+        src = stripped_source(src)
+    for part in ablation.split("+"):
+        for old, new in ABLATIONS[part]:
+            assert src.count(old) == 1, (part, old)
+            src = src.replace(old, new)
     return src
 
 
@@ -68,12 +76,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", default=["sparse_ds_mla_b128_sq1_h128", "sparse_ds_mla_b128_sq1_h64"])
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--ablate", default="", help=f"comma-separated, of {', '.join(ABLATIONS)} (fp8 layouts)")
+    ap.add_argument("--ablate", default="",
+                    help=f"comma-separated, each one or more of {', '.join(ABLATIONS)} joined by '+' (fp8 layouts)")
+    ap.add_argument("--keep-mma", action="store_true", help="ablate the whole kernel, wgmma kept")
     args = ap.parse_args()
     ablations = [a for a in args.ablate.split(",") if a]
     for a in ablations:
-        if a not in ABLATIONS:
-            ap.error(f"--ablate: expected names from {sorted(ABLATIONS)}, got {a!r}")
+        for part in a.split("+"):
+            if part not in ABLATIONS:
+                ap.error(f"--ablate: expected names from {sorted(ABLATIONS)}, got {part!r} in {a!r}")
     import cupy
 
     sys.path.insert(0, "tools")
@@ -135,8 +146,9 @@ def main():
             if _DEQUANT not in source:
                 print(f"  {a}: not an fp8 producer kernel", flush=True)
                 continue
-            us = time_source(ablated_source(source, a))
-            print(f"  without wgmma, {a}: {us:.1f} us ({us - bare_us:+.1f}): "
+            us = time_source(ablated_source(source, a, args.keep_mma))
+            ref, what = (full_us, "with wgmma") if args.keep_mma else (bare_us, "without wgmma")
+            print(f"  {what}, {a}: {us:.1f} us ({us - ref:+.1f}): "
                   f"{keys / sms / us:.1f} keys/us/SM", flush=True)
 
 
