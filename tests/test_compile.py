@@ -4,6 +4,7 @@ makes (launch_config) on each target."""
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from mla_cupy.compiler import compile_offline
@@ -153,6 +154,22 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_m
     qk = src.index("{", src.index(producer_ceiling.STRIP[0])) + 1
     assert (src[qk:qk + len(" return;")] == " return;") != keep_mma   # stripped unless kept
     _nvrtc_compile(src, "ablation.cu")
+
+
+def test_narrow_probe_compiles_and_its_reference_is_the_math():
+    """tools/narrow_probe.py's kernel (the keys-as-M MMA forms) compiles for sm_90a,
+    and its NumPy reference computes S^T = K Q^T, the rows' maxima and O^T = V^T P^T."""
+    narrow_probe = _tool("narrow_probe")
+    _nvrtc_compile(narrow_probe.render(), "narrow_probe.cu")
+    rng = np.random.default_rng(0)
+    k = rng.standard_normal((narrow_probe.KEYS, narrow_probe.D_QK))
+    q = rng.standard_normal((narrow_probe.ROWS, narrow_probe.D_QK))
+    pt = rng.standard_normal((narrow_probe.ROWS, narrow_probe.KEYS))
+    st, mx, p, ot = narrow_probe.reference(k, q, pt)
+    assert st.shape == (narrow_probe.KEYS, narrow_probe.ROWS) and np.allclose(st[3, 5], k[3] @ q[5])
+    assert np.allclose(mx, st.max(axis=0)) and np.allclose(p.max(axis=1), 1.0)
+    assert ot.shape == (narrow_probe.D_V, narrow_probe.ROWS)
+    assert np.allclose(ot[7, 2], k[:, 7] @ pt[2])
 
 
 def test_convert_rate_modes_compile():

@@ -1,0 +1,226 @@
+"""Checks on the H200 the three warpgroup-MMA forms a keys-as-M ("narrow") decode
+kernel would be built from, before anyone builds it (NOTES.md session 11: at 16
+rows a 64-row wgmma does 4x the useful tensor work, which bounds dense fp8 h16 at
+~187 us against a target of ~183).
+
+One warpgroup, one 64-key tile of the decode kernels' shared-memory layout (nine
+128-byte swizzled column chunks of 64 rows: kernels/hopper/wgmma.cuh.j2's
+sw128_offset), sixteen query rows:
+  S^T = K Q^T       wgmma m64n16k16, A = the key tile (K-major, as the decode
+                    kernels' QK^T reads it), B = the 16 query rows (K-major)
+  max_h             each query row's max over the 64 keys: the accumulator's rows
+                    are keys, so the reduction crosses lanes (shuffles) and the four
+                    warps (shared memory); P^T = bf16(exp2(S^T - max)) written back
+                    in the B layout of the next MMA
+  O^T = V^T P^T     wgmma m64n16k16 per 64 latent columns, A = the same key tile
+                    read transposed (tnspA: its V columns are the M dimension), B =
+                    P^T (K-major: each query row's 64 keys in one 128-byte row)
+Each output is compared with NumPy on random bf16 inputs (PASS/FAIL and the worst
+error); the O^T check takes the kernel's own P^T, so the MMA and the softmax are
+checked apart.
+
+    PYTHONPATH=. python3 tools/narrow_probe.py [--seed N]
+"""
+import argparse
+import sys
+
+import numpy as np
+
+KEYS, ROWS, D_QK, D_V = 64, 16, 576, 512
+CHUNKS = D_QK // 64
+
+SOURCE = r"""
+{% include "common/types.cuh.j2" %}
+{% include "common/mma.cuh.j2" %}
+typedef unsigned long long u64;
+constexpr int BLOCK_N = 16;                  // wgmma N: the query rows
+constexpr int S_REGS = BLOCK_N / 2, P_WORDS = BLOCK_N / 4;
+constexpr int KEYS = {{ keys }}, ROWS = {{ rows }}, D_QK = {{ d_qk }}, D_V = {{ d_v }};
+constexpr int CHUNKS = D_QK / 64;
+constexpr int KV_CHUNK_BYTES = KEYS * 128, Q_CHUNK_BYTES = ROWS * 128;
+constexpr int SMEM_K = 0, SMEM_Q = CHUNKS * KV_CHUNK_BYTES, SMEM_PT = SMEM_Q + CHUNKS * Q_CHUNK_BYTES;
+constexpr int SMEM_MAX = SMEM_PT + ROWS * 128;          // [4 warps][ROWS] partial maxima
+static_assert(SMEM_MAX + 4 * ROWS * 4 + 1024 == {{ smem_bytes }}, "narrow_probe.smem_bytes disagrees");
+{% include "hopper/wgmma.cuh.j2" %}
+
+// O^T(64 latent columns x 16 rows) (+)= V^T(64 x 16 keys) P^T(16 keys x 16 rows):
+// A read MN-major from the key tile (tnspA), B K-major.
+__device__ __forceinline__ void wgmma_vt(float (&d)[8], u64 desc_vt, u64 desc_pt, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7 }, %8, %9, p, 1, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_vt), "l"(desc_pt), "r"(accumulate));
+}
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out, float* ot) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+    // the tiles, swizzled as the decode kernels lay them out
+    for (int i = t; i < KEYS * CHUNKS * 8; i += 128) {
+        const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
+        *reinterpret_cast<uint4*>(smem + SMEM_K + sw128_offset<KV_CHUNK_BYTES>(r, j)) =
+            reinterpret_cast<const uint4*>(k + r * D_QK)[j];
+    }
+    for (int i = t; i < ROWS * CHUNKS * 8; i += 128) {
+        const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
+        *reinterpret_cast<uint4*>(smem + SMEM_Q + sw128_offset<Q_CHUNK_BYTES>(r, j)) =
+            reinterpret_cast<const uint4*>(q + r * D_QK)[j];
+    }
+    fence_async_smem();
+    __syncthreads();
+
+    // ---- S^T = K Q^T: 64 keys x 16 rows ----
+    float s[S_REGS];
+    const u64 k_desc = sw128_desc(base + SMEM_K, 16, 1024), q_desc = sw128_desc(base + SMEM_Q, 16, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            wgmma_qk(s, desc_at(k_desc, c * KV_CHUNK_BYTES + kk * 32), desc_at(q_desc, c * Q_CHUNK_BYTES + kk * 32),
+                     c + kk);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(s);
+    // accumulator i: key 16 warp + lane / 4 + 8 ((i >> 1) & 1), row 8 (i >> 2) + 2 (lane & 3) + (i & 1)
+    const int key0 = 16 * warp + (lane >> 2);
+    auto row_of = [&](int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); };
+    auto key_of = [&](int i) { return key0 + 8 * ((i >> 1) & 1); };
+#pragma unroll
+    for (int i = 0; i < S_REGS; ++i) st[key_of(i) * ROWS + row_of(i)] = s[i];
+
+    // ---- each row's max over the keys: two keys a thread, 8 lanes, 4 warps ----
+    float mx[4];                                  // rows row_of(0), row_of(1), row_of(4), row_of(5)
+#pragma unroll
+    for (int g = 0; g < 2; ++g)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            float m = fmaxf(s[4 * g + e], s[4 * g + 2 + e]);
+#pragma unroll
+            for (int sh = 4; sh < 32; sh <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));
+            mx[2 * g + e] = m;
+        }
+    float* sMax = reinterpret_cast<float*>(smem + SMEM_MAX);
+    if (lane < 4) {
+#pragma unroll
+        for (int g = 0; g < 2; ++g)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) sMax[warp * ROWS + 8 * g + 2 * lane + e] = mx[2 * g + e];
+    }
+    bar_sync_loader(1);
+#pragma unroll
+    for (int g = 0; g < 2; ++g)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int r = 8 * g + 2 * (lane & 3) + e;
+            mx[2 * g + e] = fmaxf(fmaxf(sMax[r], sMax[ROWS + r]), fmaxf(sMax[2 * ROWS + r], sMax[3 * ROWS + r]));
+        }
+    if (t < ROWS) row_max[t] = fmaxf(fmaxf(sMax[t], sMax[ROWS + t]), fmaxf(sMax[2 * ROWS + t], sMax[3 * ROWS + t]));
+    // P^T[row][key] = bf16(exp2(S - max)), K-major: row r's 64 keys are one swizzled 128-byte row
+    unsigned char* pt = smem + SMEM_PT;
+#pragma unroll
+    for (int i = 0; i < S_REGS; ++i) {
+        const int r = row_of(i), key = key_of(i);
+        const float p = exp2f(s[i] - mx[2 * (i >> 2) + (i & 1)]);
+        const u32 h = pack2<false>(p, 0.f) & 0xffffu;
+        *reinterpret_cast<u16*>(pt + sw128_offset<ROWS * 128>(r, key >> 3) + 2 * (key & 7)) = static_cast<u16>(h);
+    }
+    fence_async_smem();
+    bar_sync_loader(1);
+    for (int i = t; i < ROWS * KEYS; i += 128) {
+        const int r = i / KEYS, key = i % KEYS;
+        pt_out[i] = *reinterpret_cast<const u16*>(pt + sw128_offset<ROWS * 128>(r, key >> 3) + 2 * (key & 7));
+    }
+
+    // ---- O^T = V^T P^T: 8 x (64 latent columns x 16 rows) ----
+    float o[D_V / 64][8];
+    const u64 pt_desc = sw128_desc(base + SMEM_PT, 16, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int c = 0; c < D_V / 64; ++c)
+#pragma unroll
+        for (int ks = 0; ks < KEYS / 16; ++ks)
+            wgmma_vt(o[c], sw128_desc(base + SMEM_K + c * KV_CHUNK_BYTES + ks * 16 * 128, KV_CHUNK_BYTES, 1024),
+                     desc_at(pt_desc, ks * 32), ks);
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int c = 0; c < D_V / 64; ++c) {
+        fence_regs(o[c]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) ot[(64 * c + key_of(i)) * ROWS + row_of(i)] = o[c][i];
+    }
+}
+"""
+
+
+def render() -> str:
+    from mla_cupy.render import _environment
+    return _environment().from_string(SOURCE).render(keys=KEYS, rows=ROWS, d_qk=D_QK, d_v=D_V, block_n=16,
+                                                     mma_type="bf16", smem_bytes=smem_bytes())
+
+
+def smem_bytes() -> int:
+    return CHUNKS * KEYS * 128 + CHUNKS * ROWS * 128 + ROWS * 128 + 4 * ROWS * 4 + 1024
+
+
+def reference(k: np.ndarray, q: np.ndarray, pt: np.ndarray):
+    """(S^T, row max, P^T from S^T, O^T from the given P^T), float64 from bf16 inputs."""
+    st = k.astype(np.float64) @ q.astype(np.float64).T            # [keys, rows]
+    mx = st.max(axis=0)
+    p = np.exp2(st - mx[None, :]).T                               # [rows, keys]
+    ot = k[:, :D_V].astype(np.float64).T @ pt.astype(np.float64).T  # [D_V, rows]
+    return st, mx, p, ot
+
+
+def check(name, got, want, tol) -> bool:
+    err = np.abs(got.astype(np.float64) - want)
+    worst = np.unravel_index(np.argmax(err), err.shape)
+    ok = bool(np.all(np.isfinite(got))) and float(err.max()) <= tol * max(1.0, float(np.abs(want).max()))
+    print(f"{'PASS' if ok else 'FAIL'} {name}: max|got-ref| = {err.max():.3e} at {tuple(int(i) for i in worst)} "
+          f"(got {float(got[worst]):.5g}, ref {float(want[worst]):.5g}), tol {tol:g} x max|ref|", flush=True)
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args()
+    import cupy
+    import ml_dtypes
+    from mla_cupy import compiler
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    print(f"narrow_probe seed {seed}", flush=True)
+    rng = np.random.default_rng(seed)
+    bf16 = ml_dtypes.bfloat16
+    k = rng.standard_normal((KEYS, D_QK)).astype(bf16)
+    q = (rng.standard_normal((ROWS, D_QK)) / np.sqrt(D_QK)).astype(bf16)
+    mod = cupy.RawModule(code=render(), options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
+                         backend="nvrtc")
+    kernel = mod.get_function("narrow_probe")
+    kernel.max_dynamic_shared_size_bytes = smem_bytes()
+    d_k = cupy.asarray(k.view(np.uint16))
+    d_q = cupy.asarray(q.view(np.uint16))
+    st = cupy.full((KEYS, ROWS), np.nan, dtype=np.float32)
+    mx = cupy.full((ROWS,), np.nan, dtype=np.float32)
+    pt = cupy.zeros((ROWS, KEYS), dtype=np.uint16)
+    ot = cupy.full((D_V, ROWS), np.nan, dtype=np.float32)
+    kernel((1,), (128,), (d_k, d_q, st, mx, pt, ot), shared_mem=smem_bytes())
+    cupy.cuda.runtime.deviceSynchronize()
+    pt_host = cupy.asnumpy(pt).view(bf16)
+    ref_st, ref_mx, ref_p, ref_ot = reference(k, q, pt_host)
+    ok = check("S^T = K Q^T (m64n16k16, both K-major)", cupy.asnumpy(st), ref_st, 1e-5)
+    ok &= check("row max over the keys (shuffles + 4 warps)", cupy.asnumpy(mx), ref_mx, 1e-5)
+    ok &= check("P^T = bf16(exp2(S^T - max)) in the B layout", pt_host.astype(np.float64), ref_p, 8e-3)
+    ok &= check("O^T = V^T P^T (m64n16k16, A transposed from the key tile)", cupy.asnumpy(ot), ref_ot, 1e-5)
+    print("narrow_probe:", "all PASS" if ok else f"FAIL (seed {seed})", flush=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
