@@ -161,6 +161,7 @@ def test_narrow_probe_compiles_and_its_reference_is_the_math():
     and its NumPy reference computes S^T = K Q^T, the rows' maxima and O^T = V^T P^T."""
     narrow_probe = _tool("narrow_probe")
     _nvrtc_compile(narrow_probe.render(), "narrow_probe.cu")
+    _nvrtc_compile(narrow_probe.render_rate(), "narrow_rate.cu")
     rng = np.random.default_rng(0)
     k = rng.standard_normal((narrow_probe.KEYS, narrow_probe.D_QK))
     q = rng.standard_normal((narrow_probe.ROWS, narrow_probe.D_QK))

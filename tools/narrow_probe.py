@@ -19,7 +19,14 @@ Each output is compared with NumPy on random bf16 inputs (PASS/FAIL and the wors
 error); the O^T check takes the kernel's own P^T, so the MMA and the softmax are
 checked apart.
 
-    PYTHONPATH=. python3 tools/narrow_probe.py [--seed N]
+--rate then times the math of that form alone, every SM busy: a CTA a SM, one or two
+math warpgroups, each running `--tiles` 64-key tiles out of one resident tile
+(no loads) with the online softmax a decode kernel needs (the row max across the
+warps, exp2, O^T rescaled, P^T through shared memory).  It prints keys a microsecond
+per SM, the number to hold against what the loads deliver (dense bf16 h16 needs ~27
+at the memory floor; the 64-row ring's math alone does ~23.5, NOTES.md session 11).
+
+    PYTHONPATH=. python3 tools/narrow_probe.py [--seed N] [--rate [--tiles 2048]]
 """
 import argparse
 import sys
@@ -159,6 +166,184 @@ narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out,
 """
 
 
+RATE_SOURCE = r"""
+{% include "common/types.cuh.j2" %}
+{% include "common/mma.cuh.j2" %}
+typedef unsigned long long u64;
+constexpr int BLOCK_N = 16;
+constexpr int S_REGS = BLOCK_N / 2, P_WORDS = BLOCK_N / 4;
+constexpr int KEYS = {{ keys }}, ROWS = {{ rows }}, D_QK = {{ d_qk }}, D_V = {{ d_v }};
+constexpr int CHUNKS = D_QK / 64;
+constexpr int KV_CHUNK_BYTES = KEYS * 128, Q_CHUNK_BYTES = ROWS * 128;
+constexpr int SMEM_K = 0, SMEM_Q = CHUNKS * KV_CHUNK_BYTES, SMEM_PT = SMEM_Q + CHUNKS * Q_CHUNK_BYTES;
+constexpr int SMEM_MAX = SMEM_PT + 2 * ROWS * 128;      // per warpgroup: [4 warps][ROWS]
+static_assert(SMEM_MAX + 2 * 4 * ROWS * 4 + 1024 == {{ rate_smem_bytes }}, "narrow_probe.rate_smem_bytes disagrees");
+{% include "hopper/wgmma.cuh.j2" %}
+__device__ __forceinline__ void wgmma_vt(float (&d)[8], u64 desc_vt, u64 desc_pt, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{ %0, %1, %2, %3, %4, %5, %6, %7 }, %8, %9, p, 1, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_vt), "l"(desc_pt), "r"(accumulate));
+}
+__device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
+
+// Every warpgroup: `tiles` times S^T = K Q^T, the online softmax, O^T += V^T P^T,
+// out of the one resident key tile (its bytes are random: only the time matters).
+extern "C" __global__ void __launch_bounds__(256, 1)
+narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
+    const int wg = threadIdx.x >> 7, t = threadIdx.x & 127, warp = t >> 5, lane = t & 31;
+    for (int i = threadIdx.x; i < KEYS * CHUNKS * 8; i += blockDim.x) {
+        const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
+        *reinterpret_cast<uint4*>(smem + SMEM_K + sw128_offset<KV_CHUNK_BYTES>(r, j)) =
+            reinterpret_cast<const uint4*>(k + r * D_QK)[j];
+    }
+    for (int i = threadIdx.x; i < ROWS * CHUNKS * 8; i += blockDim.x) {
+        const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
+        *reinterpret_cast<uint4*>(smem + SMEM_Q + sw128_offset<Q_CHUNK_BYTES>(r, j)) =
+            reinterpret_cast<const uint4*>(q + r * D_QK)[j];
+    }
+    fence_async_smem();
+    __syncthreads();
+    const u64 k_desc = sw128_desc(base + SMEM_K, 16, 1024), q_desc = sw128_desc(base + SMEM_Q, 16, 1024);
+    const u32 pt_base = base + SMEM_PT + wg * ROWS * 128;
+    const u64 pt_desc = sw128_desc(pt_base, 16, 1024);
+    unsigned char* pt = smem + (pt_base - base);
+    float* sMax = reinterpret_cast<float*>(smem + SMEM_MAX) + wg * 4 * ROWS;
+    const int key0 = 16 * warp + (lane >> 2);
+    auto row_of = [&](int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); };
+    auto key_of = [&](int i) { return key0 + 8 * ((i >> 1) & 1); };
+    float o[D_V / 64][8];
+#pragma unroll
+    for (int c = 0; c < D_V / 64; ++c)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) o[c][i] = 0.f;
+    float m_run[4] = {-MLA_INF, -MLA_INF, -MLA_INF, -MLA_INF}, l_run[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int tile = 0; tile < tiles; ++tile) {
+        float s[S_REGS];
+        wgmma_fence();
+#pragma unroll
+        for (int c = 0; c < CHUNKS; ++c)
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+                wgmma_qk(s, desc_at(k_desc, c * KV_CHUNK_BYTES + kk * 32),
+                         desc_at(q_desc, c * Q_CHUNK_BYTES + kk * 32), c + kk);
+        wgmma_commit();
+        wgmma_wait<0>();                 // S^T, and the previous tile's O^T
+        fence_regs(s);
+#pragma unroll
+        for (int c = 0; c < D_V / 64; ++c) fence_regs(o[c]);
+        float mx[4];
+#pragma unroll
+        for (int g = 0; g < 2; ++g)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                float m = fmaxf(s[4 * g + e], s[4 * g + 2 + e]);
+#pragma unroll
+                for (int sh = 4; sh < 32; sh <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));
+                mx[2 * g + e] = m;
+            }
+        if (lane < 4) {
+#pragma unroll
+            for (int g = 0; g < 2; ++g)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) sMax[warp * ROWS + 8 * g + 2 * lane + e] = mx[2 * g + e];
+        }
+        wg_bar(1 + wg);
+        float alpha[4];
+#pragma unroll
+        for (int g = 0; g < 2; ++g)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int r = 8 * g + 2 * (lane & 3) + e, x = 2 * g + e;
+                const float m = fmaxf(fmaxf(sMax[r], sMax[ROWS + r]), fmaxf(sMax[2 * ROWS + r], sMax[3 * ROWS + r]));
+                const float m_new = fmaxf(m_run[x], m * 0.0625f);
+                alpha[x] = exp2f(m_run[x] - m_new);
+                m_run[x] = m_new;
+            }
+        wg_bar(3 + wg);                  // sMax read by all before the next tile writes it
+#pragma unroll
+        for (int i = 0; i < S_REGS; ++i) {
+            const int x = 2 * (i >> 2) + (i & 1);
+            const float p = exp2f(s[i] * 0.0625f - m_run[x]);
+            l_run[x] = l_run[x] * ((i & 2) == 0 ? alpha[x] : 1.f) + p;   // rescaled at its first term
+            const int r = row_of(i), key = key_of(i);
+            *reinterpret_cast<u16*>(pt + sw128_offset<ROWS * 128>(r, key >> 3) + 2 * (key & 7)) =
+                static_cast<u16>(pack2<false>(p, 0.f) & 0xffffu);
+        }
+#pragma unroll
+        for (int c = 0; c < D_V / 64; ++c)
+#pragma unroll
+            for (int i = 0; i < 8; ++i) o[c][i] *= alpha[2 * (i >> 2) + (i & 1)];
+        fence_async_smem();
+        wg_bar(1 + wg);
+        wgmma_fence();
+#pragma unroll
+        for (int c = 0; c < D_V / 64; ++c)
+#pragma unroll
+            for (int ks = 0; ks < KEYS / 16; ++ks)
+                wgmma_vt(o[c], sw128_desc(base + SMEM_K + c * KV_CHUNK_BYTES + ks * 16 * 128, KV_CHUNK_BYTES, 1024),
+                         desc_at(pt_desc, ks * 32), 1);
+        wgmma_commit();
+    }
+    wgmma_wait<0>();
+    float acc = l_run[0] + l_run[1] + l_run[2] + l_run[3];
+#pragma unroll
+    for (int c = 0; c < D_V / 64; ++c) {
+        fence_regs(o[c]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc += o[c][i];
+    }
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+"""
+
+
+def rate_smem_bytes() -> int:
+    return CHUNKS * KEYS * 128 + CHUNKS * ROWS * 128 + 2 * ROWS * 128 + 2 * 4 * ROWS * 4 + 1024
+
+
+def render_rate() -> str:
+    from mla_cupy.render import _environment
+    return _environment().from_string(RATE_SOURCE).render(keys=KEYS, rows=ROWS, d_qk=D_QK, d_v=D_V, block_n=16,
+                                                          mma_type="bf16", rate_smem_bytes=rate_smem_bytes())
+
+
+def time_rate(tiles: int, repeats: int = 5) -> None:
+    """Keys a microsecond per SM of the narrow math alone, one and two warpgroups a CTA."""
+    import cupy
+    from mla_cupy import compiler
+    mod = cupy.RawModule(code=render_rate(), options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
+                         backend="nvrtc")
+    kernel = mod.get_function("narrow_rate")
+    kernel.max_dynamic_shared_size_bytes = rate_smem_bytes()
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    rng = np.random.default_rng(0)
+    d_k = cupy.asarray((rng.standard_normal((KEYS, D_QK)) * 0.1).astype(np.float32)).astype(cupy.float16).view(cupy.uint16)
+    d_q = cupy.asarray((rng.standard_normal((ROWS, D_QK)) * 0.1).astype(np.float32)).astype(cupy.float16).view(cupy.uint16)
+    sink = cupy.zeros(sms * 256, dtype=np.float32)
+    for wgs in (1, 2):
+        args = ((sms,), (128 * wgs,), (d_k, d_q, np.int32(tiles), sink))
+        kernel(*args, shared_mem=rate_smem_bytes())
+        times = []
+        for _ in range(repeats):
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            kernel(*args, shared_mem=rate_smem_bytes())
+            stop.record()
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
+        us = float(np.median(times))
+        keys = tiles * KEYS * wgs
+        print(f"narrow math, {wgs} warpgroup{'s' if wgs > 1 else ''} a CTA, {sms} CTAs: {us:.1f} us for {tiles} tiles "
+              f"a warpgroup: {keys / us:.1f} keys/us/SM ({2 * ROWS * (D_QK + D_V) * keys * sms / us / 1e6:.0f} "
+              f"useful TFLOP/s)", flush=True)
+
+
 def render() -> str:
     from mla_cupy.render import _environment
     return _environment().from_string(SOURCE).render(keys=KEYS, rows=ROWS, d_qk=D_QK, d_v=D_V, block_n=16,
@@ -190,6 +375,8 @@ def check(name, got, want, tol) -> bool:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--rate", action="store_true", help="also time the narrow math alone (keys/us/SM)")
+    ap.add_argument("--tiles", type=int, default=2048, help="--rate: tiles a warpgroup")
     args = ap.parse_args()
     import cupy
     import ml_dtypes
@@ -219,6 +406,8 @@ def main():
     ok &= check("P^T = bf16(exp2(S^T - max)) in the B layout", pt_host.astype(np.float64), ref_p, 8e-3)
     ok &= check("O^T = V^T P^T (m64n16k16, A transposed from the key tile)", cupy.asnumpy(ot), ref_ot, 1e-5)
     print("narrow_probe:", "all PASS" if ok else f"FAIL (seed {seed})", flush=True)
+    if args.rate:
+        time_rate(args.tiles)
     sys.exit(0 if ok else 1)
 
 
