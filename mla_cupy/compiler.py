@@ -19,8 +19,8 @@ from . import environment
 from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
-from .variants import (TILE_ROWS, CombineKey, DecodeKey, Layout, Schedule, Sparsity, hopper_supports, parse,
-                       resolve_backend, seesaw_supports)
+from .variants import (TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity, hopper_supports,
+                       narrow_supports, parse, resolve_backend, schedule_tile_rows, seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -280,26 +280,48 @@ def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | 
 # s8192: h128 548 us seesaw vs 636 ring; h64 362 vs 350; h32 360 vs 340;
 # h16 342 vs 334).
 SEESAW_MIN_ROWS = 65
+# The narrow schedule's CTA holds 16 rows (its wgmma N): one token's heads at h <= 16.
+# It does those rows' MMA work instead of a padded 64-row tile's, and runs by default
+# wherever it applies (H200, bf16 page 64, ring -> narrow in the same run: b128 h16
+# s8192 325.5 -> 310.5 us, b8 h16 41.6 -> 39.1, ds_h16_sq1 uniform 178.0 -> 170.2,
+# ragged 315.6 -> 243.8; tools/results/NOTES.md session 11).
+NARROW_MAX_ROWS = schedule_tile_rows(Schedule.NARROW)
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 
 def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
-    (``auto``, the default; ``ring``; ``seesaw``), where ``auto`` takes the
-    seesaw for dense bf16/fp16 caches whose pages TMA can load
-    (tensor_map.box_rows) and row groups of SEESAW_MIN_ROWS or more (with
+    (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes,
+    for dense bf16/fp16 caches whose pages TMA can load (tensor_map.box_rows), the
+    narrow schedule for row groups of NARROW_MAX_ROWS or fewer and the seesaw for
+    row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced
     ``seesaw`` applies to the variants it implements; on a page size TMA
-    cannot load the launch reports it (tensor_map.KvMapSource)."""
+    cannot load the launch reports it (tensor_map.KvMapSource).  A forced
+    ``narrow`` applies to the variants it implements, row groups of at most
+    NARROW_MAX_ROWS and page sizes TMA can load; the ring runs the others."""
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
     possible = seesaw_supports(key)
+    narrow = narrow_supports(key) and box_rows(page_size) > 0 and group_rows <= NARROW_MAX_ROWS
     if chosen == "auto":
+        if narrow:
+            return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)
+    if chosen == "narrow":
+        return Schedule.NARROW if narrow else Schedule.RING
     return Schedule.SEESAW if chosen == "seesaw" and possible else Schedule.RING
+
+
+def hopper_key(key: DecodeKey, page_size: int, group_rows: int) -> DecodeKey:
+    """``key`` on the Hopper family with the schedule choose_hopper_schedule picks
+    and that schedule's rows a CTA."""
+    schedule = choose_hopper_schedule(dataclasses.replace(key, backend=Backend.HOPPER), page_size, group_rows)
+    return dataclasses.replace(key, backend=Backend.HOPPER, schedule=schedule,
+                               tile_rows=schedule_tile_rows(schedule))
 
 
 def resident_ctas(layout: str = "bf16", d_qk: int = 576,

@@ -20,7 +20,7 @@ from .arrays import is_torch, to_cupy
 from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
-from .compiler import arch_number, choose_hopper_schedule, device_arch, get_kernel, runs_hopper
+from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper
 from .render import combine_threads, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
@@ -225,8 +225,7 @@ def _build_plan(
     # q_max_seq_len, so one token's heads decide them
     choice_rows = num_heads if batch_invariant else group_rows
     if runs_hopper(key, device_id, backend, choice_rows):
-        key = dataclasses.replace(key, backend=Backend.HOPPER)
-        key = dataclasses.replace(key, schedule=choose_hopper_schedule(key, kv_collection.page_size, choice_rows))
+        key = hopper_key(key, kv_collection.page_size, choice_rows)
     elif resolve_backend(backend) == "hopper":
         raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")

@@ -23,7 +23,7 @@ import jinja2
 
 from . import abi, environment, records
 from .variants import (HOPPER_BYTE_LAYOUTS, QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout,
-                       Mask, QuantizeKey, Schedule, Sparsity)
+                       Mask, QuantizeKey, Schedule, Sparsity, schedule_tile_rows)
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
 HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
@@ -85,6 +85,14 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             smem = (key.d_qk * 2 * (64 + stages * block_n) + p_slots * 128 * block_n
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
+        if key.schedule is Schedule.NARROW:
+            # Q (16 rows), two 64-key buffers, P^T (16 rows of 64 keys), the row
+            # reductions of 4 warps, an mbarrier per buffer column chunk and one
+            # per buffer for its release (mla_decode_narrow.cu.j2).
+            rows = schedule_tile_rows(key.schedule)
+            smem = (key.d_qk * 2 * (rows + stages * block_n) + rows * 2 * block_n + 4 * rows * 4
+                    + 8 * (key.d_qk // 64 + 1) * stages + 1024)
+            return LaunchConfig(rows, block_n, stages, 1, 256, smem)
         # P words and row factors of 128 threads, an mbarrier per buffer for
         # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
         # second mbarrier per buffer, and a third for its raw bytes (fp8 layouts);
@@ -113,8 +121,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
 
 
 # (keys per tile, tile buffers) and template of each schedule (variants.Schedule)
-HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2)}
-HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2"}
+HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 2)}
+HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
+                    Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2"}
+# the schedules that load their tiles by TMA alone (they need the kv_map)
+TMA_ONLY_SCHEDULES = (Schedule.SEESAW, Schedule.NARROW)
 
 
 HOPPER_LOADS = ("cp_async", "tma")
@@ -134,18 +145,18 @@ def hopper_loads() -> str:
 
 def uses_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
-    kv_box_rows > 0): the seesaw kernel (it loads by TMA only), and the ring
+    kv_box_rows > 0): the seesaw and narrow kernels (they load by TMA only), and the ring
     kernel on dense 16-bit caches when TMA loads are chosen
     (:func:`hopper_loads`).  Every other kernel ignores the map."""
     if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout)):
         return False
-    return key.schedule is Schedule.SEESAW or hopper_loads() == "tma"
+    return key.schedule in TMA_ONLY_SCHEDULES or hopper_loads() == "tma"
 
 
 def needs_kv_map(key: DecodeKey) -> bool:
-    """Whether the variant's kernel cannot run without a map (the seesaw)."""
-    return key.schedule is Schedule.SEESAW
+    """Whether the variant's kernel cannot run without a map (the seesaw and narrow)."""
+    return key.schedule in TMA_ONLY_SCHEDULES
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:

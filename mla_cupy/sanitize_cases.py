@@ -31,7 +31,8 @@ class Item:
 def memcheck_cases(rng: np.random.Generator) -> list[Case]:
     """The cases of tools/memcheck_sparse.py (sparse with every garbage index, dense
     sliding window, qfp8, and cases that run the Hopper kernels on sm_90: dense and
-    sparse fp8 / fp8_ds_mla (the producer warpgroup), 128 heads (the dense 16-bit seesaw))."""
+    sparse fp8 / fp8_ds_mla (the producer warpgroup), 128 heads (the dense 16-bit seesaw),
+    16 heads at s_q 1 (the narrow kernel, its window's unaligned first tile))."""
     cases = []
     for fold in (False, True):
         for extra in (0, 7, 65):
@@ -63,6 +64,8 @@ def memcheck_cases(rng: np.random.Generator) -> list[Case]:
                            page_size=1, mask="null", sink="random"))
     cases.append(make_case(rng, seq_lens=[1, 2], cache_lens=[700, 33], num_heads=20, page_size=64,
                            d_qk=512, dtype=np.float16, mask="causal"))
+    cases.append(make_case(rng, seq_lens=[1, 1, 0, 1], cache_lens=[700, 33, 5, 2000], num_heads=16, page_size=64,
+                           mask="sliding_window_causal", window=100, sink="random"))
     return cases
 
 

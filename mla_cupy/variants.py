@@ -7,8 +7,8 @@ combine live here (``check``), so the dispatcher, the CLI and the tests agree.
 Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
-tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` (its
-seesaw schedule).  Combine names read ``mla_combine_{out dtype}``; the GPU
+tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` /
+``_narrow`` (its other schedules).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -47,9 +47,19 @@ class Schedule(str, enum.Enum):
     computes every S and softmax over a ring of four 32-key tiles that
     warpgroup 1 loads (every variant the family covers).  ``seesaw``: the two
     warpgroups alternate 64-key tiles loaded by TMA, each computing the S and
-    softmax of its own (dense bf16/fp16 caches; kernels/hopper/)."""
+    softmax of its own (dense bf16/fp16 caches; kernels/hopper/).  ``narrow``:
+    row groups of 16 rows or fewer with the keys as the MMA's M (S^T = K Q^T,
+    O^T = V^T P^T), so the tensor cores do 16 rows' work instead of a padded
+    64-row tile's (dense bf16/fp16 caches, 16-row tiles)."""
     RING = "ring"
     SEESAW = "seesaw"
+    NARROW = "narrow"
+
+
+def schedule_tile_rows(schedule: "Schedule") -> int:
+    """Rows a CTA of a Hopper schedule holds: the narrow kernel's 16 (its wgmma N),
+    64 (wgmma M) for the others."""
+    return 16 if Schedule(schedule) is Schedule.NARROW else 64
 
 
 TILE_ROWS = (64, 32, 16)   # rows (heads x tokens) per tile; first is the default
@@ -90,8 +100,8 @@ class DecodeKey:
             n += f"_m{self.tile_rows}"
         if self.backend is Backend.HOPPER:
             n += "_hopper"
-        if self.schedule is Schedule.SEESAW:
-            n += "_seesaw"
+        if self.schedule is not Schedule.RING:
+            n += f"_{self.schedule.value}"
         return n
 
     @property
@@ -210,10 +220,14 @@ def check(key: DecodeKey) -> None:
     if key.tile_rows not in TILE_ROWS:
         raise ValueError(f"tile_rows: expected one of {TILE_ROWS}, got {key.tile_rows}")
     if key.backend is Backend.HOPPER and not hopper_supports(key):
-        raise ValueError(f"the hopper backend covers bf16/fp16 caches (dense or sparse) with 64-row tiles, "
-                         f"got {key.layout.value} {key.sparsity.value} tile_rows={key.tile_rows}")
+        raise ValueError(f"the hopper backend covers bf16/fp16 caches (dense or sparse) with 64-row tiles "
+                         f"(16-row for the narrow schedule), got {key.layout.value} {key.sparsity.value} "
+                         f"tile_rows={key.tile_rows} schedule={key.schedule.value}")
     if key.schedule is Schedule.SEESAW and not seesaw_supports(key):
         raise ValueError(f"the seesaw schedule is a hopper kernel of dense bf16/fp16 caches, got "
+                         f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
+    if key.schedule is Schedule.NARROW and not narrow_supports(key):
+        raise ValueError(f"the narrow schedule is a hopper kernel of dense bf16/fp16 caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
 
 
@@ -238,8 +252,8 @@ HOPPER_BYTE_LAYOUTS = (Layout.FP8, Layout.FP8_DS_MLA)
 
 def hopper_supports(key: DecodeKey) -> bool:
     """Which variants the wgmma family implements (the rest stay portable)."""
-    return (key.layout in (Layout.BF16, Layout.FP16, *HOPPER_BYTE_LAYOUTS) and key.tile_rows == 64
-            and not key.q_fp8)
+    return (key.layout in (Layout.BF16, Layout.FP16, *HOPPER_BYTE_LAYOUTS)
+            and key.tile_rows == schedule_tile_rows(key.schedule) and not key.q_fp8)
 
 
 def seesaw_supports(key: DecodeKey) -> bool:
@@ -248,9 +262,15 @@ def seesaw_supports(key: DecodeKey) -> bool:
             and key.layout in (Layout.BF16, Layout.FP16))
 
 
+def narrow_supports(key: DecodeKey) -> bool:
+    """Which Hopper variants the narrow schedule implements (the seesaw's: dense
+    16-bit caches loaded by TMA)."""
+    return seesaw_supports(key)
+
+
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?P<seesaw>_seesaw)?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow))?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -267,7 +287,7 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
                         fold=m["fold"] == "1", d_qk=int(m["d_qk"] or D_QK),
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
                         backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE,
-                        schedule=Schedule.SEESAW if m["seesaw"] else Schedule.RING)
+                        schedule=Schedule(m["schedule"] or Schedule.RING.value))
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key

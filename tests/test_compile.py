@@ -87,8 +87,9 @@ def test_compiles_without_spills(key, arch):
         fits = [r for r in smaller if res.static_smem + launch_config(
             dataclasses.replace(key, tile_rows=r)).smem_bytes <= SMEM[arch]["per_block"]]
         assert fits, f"{key.name}: {smem} B of shared memory and no smaller tile fits {arch}"
-    elif key.tile_rows == 16 and arch == "sm_90a":
-        # launch_config keeps 16-row tiles at 2 stages so that two CTAs share an SM
+    elif key.tile_rows == 16 and arch == "sm_90a" and key.backend.value == "portable":
+        # launch_config keeps portable 16-row tiles at 2 stages so that two CTAs share an
+        # SM (the narrow Hopper kernel's 16-row tile runs one CTA an SM, like the ring)
         assert resident_ctas(res.registers, cfg.num_threads, smem, arch) >= 2, res.line()
 
 

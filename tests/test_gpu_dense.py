@@ -95,6 +95,28 @@ def test_hopper_schedules_and_loads(compiled_kernels, rng, monkeypatch, mode, pa
             _check(case, num_partitions=p)
 
 
+@pytest.mark.parametrize("page_size", [8, 16, 64, 128])
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
+def test_narrow_schedule(compiled_kernels, rng, monkeypatch, page_size, mask, window):
+    """The narrow schedule forced (keys as the MMA's M, 16-row tiles): row groups of
+    16 rows or fewer (16 heads at s_q 1, 5 heads at s_q 3, one head), a window's
+    unaligned first tile, tiles with keys past the split zeroed (unused slots hold
+    NaN), D_qk 512 and fp16, sinks, every split count.  The launched variant is
+    checked to be the narrow kernel."""
+    from mla_cupy import dispatch
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
+    for num_heads, seq_lens, kw in ((16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], dict(d_qk=512)),
+                                    (1, [2, 3, 1, 1], dict(dtype=np.float16)), (16, [1], dict(d_qk=512))):
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        case = make_case(rng, seq_lens=seq_lens, cache_lens=[777, 2049, 64, 5][:len(seq_lens)],
+                         num_heads=num_heads, page_size=page_size, mask=mask, window=window,
+                         sink="random", num_layers=2, layer_idx=1, **kw)
+        for p in (1, 3):
+            _check(case, num_partitions=p)
+        variants = {plan.variant for plan in dispatch._eager_plans.values()}
+        assert variants and all(v.endswith("_m16_hopper_narrow") for v in variants), (variants, case.describe())
+
+
 @pytest.mark.parametrize("num_heads,layout", [(16, "bf16"), (128, "bf16"), (128, "fp8_ds_mla")])
 def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads, layout):
     """The Hopper kernels hand grid z the sequence of rank z by length

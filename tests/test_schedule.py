@@ -272,10 +272,10 @@ def test_variant_lists():
     assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
-    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the two hopper ones)
+    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the three hopper ones)
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * (3 + 2)
+    assert len(dense16) == 2 * 3 * 2 * (3 + 3)
     # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
@@ -291,6 +291,9 @@ def test_variant_lists():
     # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
     assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
         k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
+    # the narrow schedule: a third, with 16-row tiles
+    assert {k.name for k in decode if k.schedule.value == "narrow"} == {
+        k.name + "_hopper_narrow" for k in dense16 if k.tile_rows == 16 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
     assert DecodeKey(Layout.FP8, Mask.CAUSAL, Sparsity.DENSE, False, 512, True, 32) in ALL
@@ -456,7 +459,15 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, HOPPER_DENSE, 64, 128, "seesaw"),                    # h128: full 64-row tiles
     (None, HOPPER_DENSE, 64, 65, "seesaw"),                     # more than one 64-row tile
     (None, HOPPER_DENSE, 64, 64, "ring"),                       # h64: one tile, bound by loads
-    (None, HOPPER_DENSE, 64, 16, "ring"),                       # h16: bound by loads, the ring's 4 buffers
+    (None, HOPPER_DENSE, 64, 16, "narrow"),                     # h16: keys as M, 16 rows' MMA work
+    (None, HOPPER_DENSE, 8, 1, "narrow"),
+    (None, HOPPER_DENSE, 64, 17, "ring"),                       # more rows than the narrow tile
+    (None, HOPPER_DENSE, 1, 16, "ring"),                        # TMA cannot load 1-row pages
+    (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 16, "ring"),
+    ("ring", HOPPER_DENSE, 64, 16, "ring"),
+    ("narrow", HOPPER_DENSE, 64, 32, "ring"),                   # forced, but 32 rows: the ring
+    ("narrow", dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 12, "narrow"),
     (None, HOPPER_DENSE, 1, 128, "ring"),                       # TMA cannot load 1-row pages
     (None, HOPPER_DENSE, 24, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),

@@ -88,6 +88,7 @@ def test_no_map_where_the_kernel_cannot_use_it(page_size, backend, want_rows):
 
 def test_no_map_for_cp_async_loads(monkeypatch):
     """The 32x4 kernel with its default loads takes no map."""
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
         _, rows, words = _call(launches, 64)
@@ -107,10 +108,11 @@ def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_row
         assert rows == want_rows and words[0] == blocks.address
 
 
-@pytest.mark.parametrize("num_heads, page_size", [(16, 64), (64, 64), (128, 1), (128, 48)])
+@pytest.mark.parametrize("num_heads, page_size", [(32, 64), (64, 64), (128, 1), (128, 48), (16, 3)])
 def test_auto_keeps_the_ring_where_the_seesaw_does_not_pay_or_cannot_load(monkeypatch, num_heads,
                                                                            page_size):
-    """16 or 64 rows: the ring (bound by loads); pages TMA cannot load: the ring with cp.async."""
+    """17 to 64 rows: the ring (bound by loads); pages TMA cannot load: the ring with
+    cp.async (16 rows on them too: the narrow kernel loads by TMA only)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
@@ -137,7 +139,18 @@ def test_the_seesaw_refuses_an_unaligned_cache(monkeypatch):
     assert not launches
 
 
+@pytest.mark.parametrize("page_size, want_rows", [(16, 16), (64, 32)])
+def test_auto_takes_the_narrow_kernel_for_16_rows_with_a_map(monkeypatch, page_size, want_rows):
+    """16 rows or fewer on pages TMA can load: the narrow kernel, which needs the map."""
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    with stub_device() as launches:
+        blocks, rows, words = _call(launches, page_size, num_heads=16)
+        assert launches[-2].kernel_name.endswith("_m16_hopper_narrow")
+        assert rows == want_rows and words[0] == blocks.address
+
+
 def test_default_loads_are_cp_async(monkeypatch):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
     monkeypatch.delenv("MLA_CUPY_HOPPER_LOADS")
     with stub_device() as launches:
         _, rows, _ = _call(launches, 64)
@@ -145,6 +158,7 @@ def test_default_loads_are_cp_async(monkeypatch):
 
 
 def test_unknown_loads_choice_is_an_error(monkeypatch):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "bulk")
     with stub_device() as launches, pytest.raises(ValueError, match="MLA_CUPY_HOPPER_LOADS"):
         _call(launches, 64)

@@ -2,10 +2,10 @@
 thing to run after a change to kernels/hopper/.
 
 Usage (GPU machine, from the checkout):
-    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw]
+    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|narrow]
 
-Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; both
-by default) runs the whole list.
+Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; all
+by default) runs the whole list (narrow: its row groups of 16 rows at most).
 
 Random dense cases (ragged lengths, every mask, page sizes 1..128, D_qk 576/512,
 bf16/fp16, H 1..128, sinks, num_partitions 1 and 2..8) and sparse ones (-1 and
@@ -37,8 +37,9 @@ def correctness(quick: bool, schedule: str) -> int:
     print(f"schedule {schedule} seed {seed}")
     os.environ[environment.HOPPER_SCHEDULE] = schedule
     cases = []
-    # The seesaw loads by TMA only: page sizes that fit boxes (tensor_map.box_rows).
-    pages = (8, 16, 32, 64, 128) if schedule == "seesaw" else (1, 3, 16, 64, 128)
+    # The seesaw and narrow load by TMA only: page sizes that fit boxes (tensor_map.box_rows).
+    tma_only = schedule in ("seesaw", "narrow")
+    pages = (8, 16, 32, 64, 128) if tma_only else (1, 3, 16, 64, 128)
     for page in pages:
         for mask in ("causal", "null", "sliding_window_causal"):
             cases.append(dict(page_size=page, mask=mask))
@@ -61,6 +62,9 @@ def correctness(quick: bool, schedule: str) -> int:
         mask = kw.pop("mask", "causal")
         window = int(rng.integers(1, 1500)) if mask == "sliding_window_causal" else -1
         kw.setdefault("num_heads", int(rng.choice([16, 32, 128])))
+        if schedule == "narrow":   # row groups of at most 16 rows (else the ring runs)
+            kw["num_heads"] = min(kw["num_heads"], 16)
+            seq_lens = [min(s, 16 // kw["num_heads"]) for s in seq_lens]
         kw.setdefault("sink", "random" if rng.random() < 0.3 else None)
         case = testing.make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, mask=mask,
                                  window=window, **kw)
@@ -78,8 +82,8 @@ def correctness(quick: bool, schedule: str) -> int:
                     dict(layout="fp8", num_heads=128, topk="random"), dict(layout="fp8", fold=True),
                     dict(num_heads=4), dict(layout="fp8_ds_mla", num_heads=1, sink="random"),
                     dict(layout="fp8", num_heads=8, mask="null")]
-    # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way)
-    for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
+    # (the seesaw and narrow cover dense 16-bit caches only: sparse cases run the ring either way)
+    for i, kw in enumerate(sparse_cases[: 0 if tma_only else 5 if quick else None]):
         kw = dict(kw)
         n = int(rng.integers(1, 5))
         seq_lens = kw.pop("seq_lens", list(rng.integers(1, 4, size=n)))
@@ -102,11 +106,11 @@ def main() -> int:
     os.environ[environment.BACKEND] = "hopper"   # an error wherever the family would not run
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--schedule", choices=("ring", "seesaw"), action="append",
-                    help="a schedule to check (repeatable; default both)")
+    ap.add_argument("--schedule", choices=("ring", "seesaw", "narrow"), action="append",
+                    help="a schedule to check (repeatable; default all)")
     a = ap.parse_args()
     t0 = time.time()
-    fails = sum(correctness(a.quick, s) for s in a.schedule or ("ring", "seesaw"))
+    fails = sum(correctness(a.quick, s) for s in a.schedule or ("ring", "seesaw", "narrow"))
     print(f"correctness: {fails} failures ({time.time() - t0:.0f} s)", flush=True)
     return 1 if fails else 0
 
