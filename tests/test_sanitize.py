@@ -55,16 +55,18 @@ def test_cases_are_hostile():
     rows = np.concatenate([c.blocks.reshape(-1, c.blocks.shape[-1])[:, 0].astype(np.float32) for c in dense16])
     assert np.isnan(rows).any() and np.isposinf(rows).any() and np.isneginf(rows).any()
     cases = memcheck_cases(np.random.default_rng(2026))
-    assert len(cases) == 16
+    assert len(cases) == 17
     # the Hopper kernels memcheck must reach on sm_90: the sparse producer ring at 128 heads
-    # (fp8_ds_mla) and with fp8 rows, the dense producer ring (fp8_ds_mla, fp8) and the
-    # seesaw (128 heads, bf16)
+    # (fp8_ds_mla) and with fp8 rows, the dense producer ring (fp8_ds_mla, fp8), the
+    # seesaw (128 heads, bf16) and the narrow kernel (16 heads, one token a sequence)
     assert any(c.sparse is not None and not c.sparse["fold_shared_index"] and c.kv_layout == "fp8_ds_mla"
                and c.q.shape[1] == 128 for c in cases)
     assert any(c.sparse is None and c.kv_layout == "fp8_ds_mla" for c in cases)
     assert any(c.sparse is None and c.kv_layout == "fp8" and c.q_scale is None for c in cases)
     assert any(c.sparse is not None and c.kv_layout == "fp8" and c.q.shape[1] >= 64 for c in cases)
     assert any(c.sparse is None and c.kv_layout == "bf16" and c.q.shape[1] == 128 for c in cases)
+    assert any(c.sparse is None and c.kv_layout == "bf16" and c.q.shape[1] == 16
+               and int(np.diff(c.input_row_offsets).max()) == 1 for c in cases)
 
 
 def test_summary_lines_read_the_sanitizer_logs():
