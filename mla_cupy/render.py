@@ -86,12 +86,12 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
         if key.schedule is Schedule.NARROW:
-            # Q (16 rows), two 64-key buffers, P^T (16 rows of 64 keys), the row
-            # reductions of 4 warps, an mbarrier per buffer column chunk and one
-            # per buffer for its release (mla_decode_narrow.cu.j2).
+            # Q (16 rows), `stages` slots of one 128-byte column chunk of a 64-key
+            # tile each, P^T (16 rows of 64 keys), the row reductions of 4 warps,
+            # a full and an empty mbarrier per slot (mla_decode_narrow.cu.j2).
             rows = schedule_tile_rows(key.schedule)
-            smem = (key.d_qk * 2 * (rows + stages * block_n) + rows * 2 * block_n + 4 * rows * 4
-                    + 8 * (key.d_qk // 64 + 1) * stages + 1024)
+            smem = (key.d_qk * 2 * rows + stages * block_n * 128 + rows * 2 * block_n + 4 * rows * 4
+                    + 2 * 8 * stages + 1024)
             return LaunchConfig(rows, block_n, stages, 1, 256, smem)
         # P words and row factors of 128 threads, an mbarrier per buffer for
         # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
@@ -120,8 +120,10 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
     return LaunchConfig(key.tile_rows, block_n, num_stages, warps_n, num_threads, smem)
 
 
-# (keys per tile, tile buffers) and template of each schedule (variants.Schedule)
-HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 2)}
+# (keys per tile, tile buffers) and template of each schedule (variants.Schedule); the
+# narrow kernel's buffers are slots of one 128-byte column chunk (8 KiB) each: 25 fill
+# the shared memory beside its Q (D_QK 576 or 512)
+HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 25)}
 HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
                     Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2"}
 # the schedules that load their tiles by TMA alone (they need the kv_map)
