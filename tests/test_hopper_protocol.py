@@ -474,3 +474,63 @@ def test_the_model_catches_a_math_warpgroup_that_never_frees():
             yield "arrive", "p_free", None
         yield "sync", "epilogue", None
     assert run_producer(8, 2, (producer_wg0, wg1_never_frees, producer_wg2)).startswith("deadlock")
+
+
+# ---- the narrow kernel's ring of column-chunk slots (mla_decode_narrow.cu.j2) ----
+# Two parties: warpgroup 0 (S^T, softmax, O^T) and the loading warp.  Chunk c of
+# tile t sits at ring place t * chunks + c, in slot place % slots; full[slot]
+# completes when its TMA boxes landed (the loader's arrival stands for them),
+# empty[slot] when its last reader retired: the rope chunks after S^T, the V
+# chunks after O^T, which warpgroup 0 queues and retires at the start of the next
+# tile.  (No named barrier joins the two.)
+
+def narrow_math(chunks, v_chunks):
+    def math(n, slots):
+        for j in range(n):
+            if j >= 1:                                   # O^T(j - 1) retired: its V chunks
+                for c in range(v_chunks):
+                    yield "marrive", ("nempty", ((j - 1) * chunks + c) % slots), None
+            for c in range(chunks):                      # S^T(j), a chunk at a time
+                at = j * chunks + c
+                yield "mwait", ("nfull", at % slots), at // slots
+            for c in range(v_chunks, chunks):            # S^T(j) retired: its rope chunks
+                yield "marrive", ("nempty", (j * chunks + c) % slots), None
+    return math
+
+
+def narrow_loader(chunks):
+    def loader(n, slots):
+        for t in range(n):
+            for c in range(chunks):
+                at = t * chunks + c
+                if at >= slots:
+                    yield "mwait", ("nempty", at % slots), at // slots - 1
+                yield "marrive", ("nfull", at % slots), None
+    return loader
+
+
+MBAR_PARTIES.update({"nfull": 1, "nempty": 1})
+
+
+@pytest.mark.parametrize("chunks, v_chunks", [(9, 8), (8, 8)])   # D_QK 576, 512
+@pytest.mark.parametrize("slots", [18, 25, 31])                   # the kernel has 25 (>= 2 chunks)
+def test_narrow_ring_neither_hangs_nor_laps(chunks, v_chunks, slots):
+    warpgroups = (narrow_math(chunks, v_chunks), narrow_loader(chunks))
+    assert {n: run(n, slots, warpgroups, 10) for n in range(12)} == {n: "ok" for n in range(12)}
+
+
+def test_the_model_shows_how_many_slots_the_narrow_ring_needs():
+    """Warpgroup 0 frees tile j - 1's V chunks before it waits for tile j, so the
+    ring hangs only when it cannot hold one whole tile: 8 slots for 9 chunks wait
+    for tile 0's first chunk, which O^T(0) frees after S^T(0) read the ninth.  (The
+    kernel asserts 2 x 9 and has 25: what more slots buy is loads in flight.)"""
+    warpgroups = (narrow_math(9, 8), narrow_loader(9))
+    assert run(4, 8, warpgroups, 10).startswith("deadlock")
+    assert run(4, 9, warpgroups, 10) == "ok"
+
+
+def test_the_model_catches_a_narrow_loader_that_does_not_wait_for_empty():
+    def eager_loader(n, slots):
+        for at in range(n * 9):
+            yield "marrive", ("nfull", at % slots), None
+    assert "lapped" in run(6, 18, (narrow_math(9, 8), eager_loader), 10)
