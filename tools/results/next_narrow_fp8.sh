@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prepared in session 11 (CPU-checked only): the narrow kernel over dense fp8 / fp8_ds_mla
+# (tools/results/next_narrow_fp8.patch).  A producer warpgroup bulk-copies each 64-key
+# tile's records (one copy per run inside a page) into a raw buffer, reads its share into
+# registers (key p % 64, latent half p / 64 and its two group scales, four rope pieces),
+# frees the buffer for the next tile's copies, and dequantises into the 8 KiB column-chunk
+# slots the narrow math reads (20 slots beside fp8_ds_mla's raw buffer, 21 beside fp8's).
+# Forced only (MLA_CUPY_HOPPER_SCHEDULE=narrow; auto keeps the ring / portable until this
+# is measured).  Registers 254 (ds_mla) / 222 (fp8), no spills, no local memory.
+# Prediction: the narrow math alone does 61 keys/us/SM, the ring's producer alone ~29
+# (session 11 run 3), so the kernel is producer-bound: fp8_ds_mla b128 h16 369 -> ~270-290
+# us, fp8 h16 400 (portable) -> ~270-290.  Target (issue 9): 183 / 161.
+# Usage (device, repository root): OUT=$OUT bash tools/results/next_narrow_fp8.sh  (timeout 600)
+set -u
+export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+L=$OUT/log.txt; : > "$L"
+rm -rf /tmp/pn && cp -r . /tmp/pn && (cd /tmp/pn && git apply tools/results/next_narrow_fp8.patch) || { echo "apply failed" >> "$L"; cat "$L"; exit 0; }
+cd /tmp/pn
+timeout 150 python3 tools/hopper_check.py --schedule narrow > $OUT/check.txt 2>&1; echo "[exit $?]" >> $OUT/check.txt
+grep "correctness\|exit\|^FAIL" $OUT/check.txt | head >> "$L"
+grep -q "^\[exit 0\]" $OUT/check.txt || { cat "$L"; exit 0; }
+timeout 60 python3 tools/warm_kernel_cache.py > /dev/null 2>&1
+timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_dense.py -k narrow \
+  > $OUT/tests.txt 2>&1; echo "[tests exit $?]" >> $OUT/tests.txt
+tail -2 $OUT/tests.txt >> "$L"
+C="fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192"
+for r in 1 2; do
+  echo "== auto (ring / portable)" >> "$L"
+  timeout 80 python3 tools/bench.py $C --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110 >> "$L"
+  echo "== narrow" >> "$L"
+  MLA_CUPY_HOPPER_SCHEDULE=narrow MLA_CUPY_BACKEND=hopper timeout 80 python3 tools/bench.py $C --repeats 20 \
+    --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110 >> "$L"
+done
+(timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest -m gpu -q -p no:cacheprovider \
+   tests/test_gpu_dense.py -k "narrow_schedule_fp8 and 16 and causal" 2>&1 | tail -3) >> "$L"
+cat "$L"
