@@ -16,11 +16,15 @@
 #   registers for ds_mla, no spills; common/keys.cuh.j2 takes key_tokens from the ring,
 #   whose SASS stays byte-identical).  Prediction: sparse ds_mla b128 h16 108 -> ~70-80 us
 #   (the gathered bytes at 85% of copy bandwidth: 48 us; the producer bounds it).
+#   M32=1 (with SPARSE=1): also next_narrow_m32.patch: the narrow kernel's 32-row tile (wgmma
+#   N = 32) for row groups of 17-32 rows, forced only (auto keeps 16).  bf16 m32: 243
+#   registers, 23 slots.  Prediction: ds_h32_sq1 and ds_h16_sq2 (ring, padded x2) ~10% faster.
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
 rm -rf /tmp/pn && cp -r . /tmp/pn && (cd /tmp/pn && git apply tools/results/next_narrow_fp8.patch \
-  && if [ "${SPARSE:-0}" = 1 ]; then git apply tools/results/next_narrow_sparse.patch; fi) \
+  && if [ "${SPARSE:-0}" = 1 ]; then git apply tools/results/next_narrow_sparse.patch; fi \
+  && if [ "${M32:-0}" = 1 ]; then git apply tools/results/next_narrow_m32.patch; fi) \
   || { echo "apply failed" >> "$L"; cat "$L"; exit 0; }
 cd /tmp/pn
 timeout 150 python3 tools/hopper_check.py --schedule narrow > $OUT/check.txt 2>&1; echo "[exit $?]" >> $OUT/check.txt
@@ -32,6 +36,7 @@ timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/te
 tail -2 $OUT/tests.txt >> "$L"
 C="fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192"
 [ "${SPARSE:-0}" = 1 ] && C="$C sparse_ds_mla_b128_sq1_h16"
+[ "${M32:-0}" = 1 ] && C="$C ds_h32_sq1_uniform ds_h16_sq2_uniform"
 for r in 1 2; do
   echo "== auto (ring / portable)" >> "$L"
   timeout 80 python3 tools/bench.py $C --repeats 20 --check-seqs 3 2>&1 | grep -v "^#" | cut -c1-110 >> "$L"
