@@ -36,7 +36,9 @@ import numpy as np
 KEYS, ROWS, D_QK, D_V = 64, 16, 576, 512
 CHUNKS = D_QK // 64
 
-SOURCE = r"""
+# Both kernels: the tile shapes, shared memory for `wgs` math warpgroups (a P^T slot
+# and a row-max buffer each), the V^T MMA and the swizzled tile loads.
+PRELUDE = r"""
 {% include "common/types.cuh.j2" %}
 {% include "common/mma.cuh.j2" %}
 typedef unsigned long long u64;
@@ -45,9 +47,10 @@ constexpr int S_REGS = BLOCK_N / 2, P_WORDS = BLOCK_N / 4;
 constexpr int KEYS = {{ keys }}, ROWS = {{ rows }}, D_QK = {{ d_qk }}, D_V = {{ d_v }};
 constexpr int CHUNKS = D_QK / 64;
 constexpr int KV_CHUNK_BYTES = KEYS * 128, Q_CHUNK_BYTES = ROWS * 128;
+constexpr int WGS = {{ wgs }};               // math warpgroups
 constexpr int SMEM_K = 0, SMEM_Q = CHUNKS * KV_CHUNK_BYTES, SMEM_PT = SMEM_Q + CHUNKS * Q_CHUNK_BYTES;
-constexpr int SMEM_MAX = SMEM_PT + ROWS * 128;          // [4 warps][ROWS] partial maxima
-static_assert(SMEM_MAX + 4 * ROWS * 4 + 1024 == {{ smem_bytes }}, "narrow_probe.smem_bytes disagrees");
+constexpr int SMEM_MAX = SMEM_PT + WGS * ROWS * 128;    // per warpgroup: [4 warps][ROWS] partial maxima
+static_assert(SMEM_MAX + WGS * 4 * ROWS * 4 + 1024 == {{ smem_bytes }}, "narrow_probe.smem_bytes disagrees");
 {% include "hopper/wgmma.cuh.j2" %}
 
 // O^T(64 latent columns x 16 rows) (+)= V^T(64 x 16 keys) P^T(16 keys x 16 rows):
@@ -60,26 +63,32 @@ __device__ __forceinline__ void wgmma_vt(float (&d)[8], u64 desc_vt, u64 desc_pt
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
         : "l"(desc_vt), "l"(desc_pt), "r"(accumulate));
 }
-
-extern "C" __global__ void __launch_bounds__(128, 1)
-narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out, float* ot) {
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
-    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    // the tiles, swizzled as the decode kernels lay them out
-    for (int i = t; i < KEYS * CHUNKS * 8; i += 128) {
+// The key tile and the query rows, swizzled as the decode kernels lay them out, by
+// every thread of the block.
+__device__ __forceinline__ void load_tiles(unsigned char* smem, const u16* k, const u16* q) {
+    for (int i = threadIdx.x; i < KEYS * CHUNKS * 8; i += blockDim.x) {
         const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
         *reinterpret_cast<uint4*>(smem + SMEM_K + sw128_offset<KV_CHUNK_BYTES>(r, j)) =
             reinterpret_cast<const uint4*>(k + r * D_QK)[j];
     }
-    for (int i = t; i < ROWS * CHUNKS * 8; i += 128) {
+    for (int i = threadIdx.x; i < ROWS * CHUNKS * 8; i += blockDim.x) {
         const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
         *reinterpret_cast<uint4*>(smem + SMEM_Q + sw128_offset<Q_CHUNK_BYTES>(r, j)) =
             reinterpret_cast<const uint4*>(q + r * D_QK)[j];
     }
     fence_async_smem();
     __syncthreads();
+}
+"""
+
+SOURCE = PRELUDE + r"""
+extern "C" __global__ void __launch_bounds__(128, 1)
+narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out, float* ot) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+    load_tiles(smem, k, q);
 
     // ---- S^T = K Q^T: 64 keys x 16 rows ----
     float s[S_REGS];
@@ -166,29 +175,7 @@ narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out,
 """
 
 
-RATE_SOURCE = r"""
-{% include "common/types.cuh.j2" %}
-{% include "common/mma.cuh.j2" %}
-typedef unsigned long long u64;
-constexpr int BLOCK_N = 16;
-constexpr int S_REGS = BLOCK_N / 2, P_WORDS = BLOCK_N / 4;
-constexpr int KEYS = {{ keys }}, ROWS = {{ rows }}, D_QK = {{ d_qk }}, D_V = {{ d_v }};
-constexpr int CHUNKS = D_QK / 64;
-constexpr int KV_CHUNK_BYTES = KEYS * 128, Q_CHUNK_BYTES = ROWS * 128;
-constexpr int SMEM_K = 0, SMEM_Q = CHUNKS * KV_CHUNK_BYTES, SMEM_PT = SMEM_Q + CHUNKS * Q_CHUNK_BYTES;
-constexpr int SMEM_MAX = SMEM_PT + 2 * ROWS * 128;      // per warpgroup: [4 warps][ROWS]
-static_assert(SMEM_MAX + 2 * 4 * ROWS * 4 + 1024 == {{ rate_smem_bytes }}, "narrow_probe.rate_smem_bytes disagrees");
-{% include "hopper/wgmma.cuh.j2" %}
-__device__ __forceinline__ void wgmma_vt(float (&d)[8], u64 desc_vt, u64 desc_pt, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-        "{ %0, %1, %2, %3, %4, %5, %6, %7 }, %8, %9, p, 1, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "l"(desc_vt), "l"(desc_pt), "r"(accumulate));
-}
-__device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory"); }
-
+RATE_SOURCE = PRELUDE + r"""
 // Every warpgroup: `tiles` times S^T = K Q^T, the online softmax, O^T += V^T P^T,
 // out of the one resident key tile (its bytes are random: only the time matters).
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -197,18 +184,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
     const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
     const int wg = threadIdx.x >> 7, t = threadIdx.x & 127, warp = t >> 5, lane = t & 31;
-    for (int i = threadIdx.x; i < KEYS * CHUNKS * 8; i += blockDim.x) {
-        const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
-        *reinterpret_cast<uint4*>(smem + SMEM_K + sw128_offset<KV_CHUNK_BYTES>(r, j)) =
-            reinterpret_cast<const uint4*>(k + r * D_QK)[j];
-    }
-    for (int i = threadIdx.x; i < ROWS * CHUNKS * 8; i += blockDim.x) {
-        const int r = i / (CHUNKS * 8), j = i % (CHUNKS * 8);
-        *reinterpret_cast<uint4*>(smem + SMEM_Q + sw128_offset<Q_CHUNK_BYTES>(r, j)) =
-            reinterpret_cast<const uint4*>(q + r * D_QK)[j];
-    }
-    fence_async_smem();
-    __syncthreads();
+    load_tiles(smem, k, q);
     const u64 k_desc = sw128_desc(base + SMEM_K, 16, 1024), q_desc = sw128_desc(base + SMEM_Q, 16, 1024);
     const u32 pt_base = base + SMEM_PT + wg * ROWS * 128;
     const u64 pt_desc = sw128_desc(pt_base, 16, 1024);
@@ -253,7 +229,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) sMax[warp * ROWS + 8 * g + 2 * lane + e] = mx[2 * g + e];
         }
-        wg_bar(1 + wg);
+        bar_sync_loader(1 + wg);
         float alpha[4];
 #pragma unroll
         for (int g = 0; g < 2; ++g)
@@ -265,7 +241,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
                 alpha[x] = exp2f(m_run[x] - m_new);
                 m_run[x] = m_new;
             }
-        wg_bar(3 + wg);                  // sMax read by all before the next tile writes it
+        bar_sync_loader(3 + wg);                  // sMax read by all before the next tile writes it
 #pragma unroll
         for (int i = 0; i < S_REGS; ++i) {
             const int x = 2 * (i >> 2) + (i & 1);
@@ -280,7 +256,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
 #pragma unroll
             for (int i = 0; i < 8; ++i) o[c][i] *= alpha[2 * (i >> 2) + (i & 1)];
         fence_async_smem();
-        wg_bar(1 + wg);
+        bar_sync_loader(1 + wg);
         wgmma_fence();
 #pragma unroll
         for (int c = 0; c < D_V / 64; ++c)
@@ -303,14 +279,10 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
 """
 
 
-def rate_smem_bytes() -> int:
-    return CHUNKS * KEYS * 128 + CHUNKS * ROWS * 128 + 2 * ROWS * 128 + 2 * 4 * ROWS * 4 + 1024
-
-
 def render_rate() -> str:
     from mla_cupy.render import _environment
     return _environment().from_string(RATE_SOURCE).render(keys=KEYS, rows=ROWS, d_qk=D_QK, d_v=D_V, block_n=16,
-                                                          mma_type="bf16", rate_smem_bytes=rate_smem_bytes())
+                                                          mma_type="bf16", wgs=2, smem_bytes=smem_bytes(2))
 
 
 def time_rate(tiles: int, repeats: int = 5) -> None:
@@ -320,7 +292,7 @@ def time_rate(tiles: int, repeats: int = 5) -> None:
     mod = cupy.RawModule(code=render_rate(), options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
                          backend="nvrtc")
     kernel = mod.get_function("narrow_rate")
-    kernel.max_dynamic_shared_size_bytes = rate_smem_bytes()
+    kernel.max_dynamic_shared_size_bytes = smem_bytes(2)
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     rng = np.random.default_rng(0)
     d_k = cupy.asarray((rng.standard_normal((KEYS, D_QK)) * 0.1).astype(np.float32)).astype(cupy.float16).view(cupy.uint16)
@@ -328,12 +300,12 @@ def time_rate(tiles: int, repeats: int = 5) -> None:
     sink = cupy.zeros(sms * 256, dtype=np.float32)
     for wgs in (1, 2):
         args = ((sms,), (128 * wgs,), (d_k, d_q, np.int32(tiles), sink))
-        kernel(*args, shared_mem=rate_smem_bytes())
+        kernel(*args, shared_mem=smem_bytes(2))
         times = []
         for _ in range(repeats):
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            kernel(*args, shared_mem=rate_smem_bytes())
+            kernel(*args, shared_mem=smem_bytes(2))
             stop.record()
             stop.synchronize()
             times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
@@ -347,11 +319,13 @@ def time_rate(tiles: int, repeats: int = 5) -> None:
 def render() -> str:
     from mla_cupy.render import _environment
     return _environment().from_string(SOURCE).render(keys=KEYS, rows=ROWS, d_qk=D_QK, d_v=D_V, block_n=16,
-                                                     mma_type="bf16", smem_bytes=smem_bytes())
+                                                     mma_type="bf16", wgs=1, smem_bytes=smem_bytes(1))
 
 
-def smem_bytes() -> int:
-    return CHUNKS * KEYS * 128 + CHUNKS * ROWS * 128 + ROWS * 128 + 4 * ROWS * 4 + 1024
+def smem_bytes(wgs: int = 1) -> int:
+    """The kernels' dynamic shared memory: the key tile, the query rows, a P^T slot and
+    a row-max buffer per math warpgroup, and 1 KiB to align the base."""
+    return CHUNKS * KEYS * 128 + CHUNKS * ROWS * 128 + wgs * (ROWS * 128 + 4 * ROWS * 4) + 1024
 
 
 def reference(k: np.ndarray, q: np.ndarray, pt: np.ndarray):
@@ -390,14 +364,14 @@ def main():
     mod = cupy.RawModule(code=render(), options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
                          backend="nvrtc")
     kernel = mod.get_function("narrow_probe")
-    kernel.max_dynamic_shared_size_bytes = smem_bytes()
+    kernel.max_dynamic_shared_size_bytes = smem_bytes(1)
     d_k = cupy.asarray(k.view(np.uint16))
     d_q = cupy.asarray(q.view(np.uint16))
     st = cupy.full((KEYS, ROWS), np.nan, dtype=np.float32)
     mx = cupy.full((ROWS,), np.nan, dtype=np.float32)
     pt = cupy.zeros((ROWS, KEYS), dtype=np.uint16)
     ot = cupy.full((D_V, ROWS), np.nan, dtype=np.float32)
-    kernel((1,), (128,), (d_k, d_q, st, mx, pt, ot), shared_mem=smem_bytes())
+    kernel((1,), (128,), (d_k, d_q, st, mx, pt, ot), shared_mem=smem_bytes(1))
     cupy.cuda.runtime.deviceSynchronize()
     pt_host = cupy.asnumpy(pt).view(bf16)
     ref_st, ref_mx, ref_p, ref_ot = reference(k, q, pt_host)
