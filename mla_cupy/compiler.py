@@ -19,8 +19,9 @@ from . import environment
 from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
-from .variants import (TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity, hopper_supports,
-                       narrow_supports, parse, resolve_backend, schedule_tile_rows, seesaw_supports)
+from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
+                       hopper_supports, narrow_supports, parse, resolve_backend, schedule_tile_rows,
+                       seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -305,9 +306,11 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
     possible = seesaw_supports(key)
-    narrow = narrow_supports(key) and box_rows(page_size) > 0 and group_rows <= NARROW_MAX_ROWS
+    byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # the producer copies them: any page size
+    narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
+              and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        if narrow:
+        if narrow and not byte_records:   # (fp8 layouts: forced only, until measured)
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)

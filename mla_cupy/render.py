@@ -87,12 +87,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
         if key.schedule is Schedule.NARROW:
             # Q (16 rows), `stages` slots of one 128-byte column chunk of a 64-key
-            # tile each, P^T (16 rows of 64 keys), the row reductions of 4 warps,
-            # a full and an empty mbarrier per slot (mla_decode_narrow.cu.j2).
-            rows = schedule_tile_rows(key.schedule)
-            smem = (key.d_qk * 2 * rows + stages * block_n * 128 + rows * 2 * block_n + 4 * rows * 4
-                    + 2 * 8 * stages + 1024)
-            return LaunchConfig(rows, block_n, stages, 1, 256, smem)
+            # tile each (a full and an empty mbarrier each), P^T (16 rows of 64 keys),
+            # fp8 layouts' raw records of a tile (and their mbarrier), the row
+            # reductions of 4 warps (mla_decode_narrow.cu.j2).
+            return LaunchConfig(schedule_tile_rows(key.schedule), block_n, stages, 1, 256,
+                                _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
         # P words and row factors of 128 threads, an mbarrier per buffer for
         # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
         # second mbarrier per buffer, and a third for its raw bytes (fp8 layouts);
@@ -121,9 +120,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
 
 
 # (keys per tile, tile buffers) and template of each schedule (variants.Schedule); the
-# narrow kernel's buffers are slots of one 128-byte column chunk (8 KiB) each: 25 fill
-# the shared memory beside its Q (D_QK 576 or 512)
-HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 25)}
+# narrow kernel's buffers are slots of one 128-byte column chunk (8 KiB) each, as many
+# as fit beside the rest of its shared memory (hopper_tile: 25 for 16-bit caches, 20-21
+# beside fp8 layouts' raw records)
+HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 0)}
+HOPPER_SMEM_PER_BLOCK = 232448   # sm_90's opt-in per-block shared memory
 HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
                     Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2"}
 # the schedules that load their tiles by TMA alone (they need the kv_map)
@@ -157,16 +158,30 @@ def uses_kv_map(key: DecodeKey) -> bool:
 
 
 def needs_kv_map(key: DecodeKey) -> bool:
-    """Whether the variant's kernel cannot run without a map (the seesaw and narrow)."""
-    return key.schedule in TMA_ONLY_SCHEDULES
+    """Whether the variant's kernel cannot run without a map (the seesaw, and the
+    narrow kernel of 16-bit caches)."""
+    return key.schedule in TMA_ONLY_SCHEDULES and not records.is_byte_record(key.layout)
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     """(keys per tile, tile buffers) of a wgmma kernel: the ring's 32 keys x 4
     buffers keep three tiles (108 KB) in flight per SM (its pipelined
     warpgroup 0 needs three buffers at least, so 64-key tiles do not fit);
-    the seesaw takes 64-key tiles in two buffers."""
-    return HOPPER_TILES[key.schedule]
+    the seesaw takes 64-key tiles in two buffers; the narrow kernel 64-key tiles in
+    as many 8 KiB column-chunk slots as fit."""
+    block_n, stages = HOPPER_TILES[key.schedule]
+    if key.schedule is Schedule.NARROW:
+        stages = (HOPPER_SMEM_PER_BLOCK - _narrow_fixed_bytes(key)) // (block_n * 128 + 16)
+    return block_n, stages
+
+
+def _narrow_fixed_bytes(key: DecodeKey) -> int:
+    """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
+    of a tile and their mbarrier (fp8 layouts), the row reductions, the alignment."""
+    rows, block_n = schedule_tile_rows(key.schedule), HOPPER_TILES[Schedule.NARROW][0]
+    raw = records.is_byte_record(key.layout)
+    return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 if raw else 0)
+            + 4 * rows * 4 + 1024)
 
 
 @functools.lru_cache(maxsize=1)

@@ -227,7 +227,7 @@ def check(key: DecodeKey) -> None:
         raise ValueError(f"the seesaw schedule is a hopper kernel of dense bf16/fp16 caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
     if key.schedule is Schedule.NARROW and not narrow_supports(key):
-        raise ValueError(f"the narrow schedule is a hopper kernel of dense bf16/fp16 caches, got "
+        raise ValueError(f"the narrow schedule is a hopper kernel of dense bf16/fp16/fp8/fp8_ds_mla caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
 
 
@@ -263,9 +263,11 @@ def seesaw_supports(key: DecodeKey) -> bool:
 
 
 def narrow_supports(key: DecodeKey) -> bool:
-    """Which Hopper variants the narrow schedule implements (the seesaw's: dense
-    16-bit caches loaded by TMA)."""
-    return seesaw_supports(key)
+    """Which Hopper variants the narrow schedule implements: dense 16-bit caches
+    (loaded by TMA) and dense fp8 / fp8_ds_mla with bf16 queries (a producer
+    warpgroup dequantises them)."""
+    return (key.backend is Backend.HOPPER and key.sparsity is Sparsity.DENSE and not key.q_fp8
+            and key.layout in (Layout.BF16, Layout.FP16, *HOPPER_BYTE_LAYOUTS))
 
 
 _DECODE_RE = re.compile(

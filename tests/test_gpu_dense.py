@@ -122,6 +122,32 @@ def test_narrow_schedule(compiled_kernels, rng, monkeypatch, page_size, mask, wi
             assert variants and all(v.endswith("_m16_hopper_narrow") for v in variants), (variants, case.describe())
 
 
+@pytest.mark.parametrize("layout", ["fp8_ds_mla", "fp8"])
+@pytest.mark.parametrize("page_size", [3, 16, 64])
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 37), ("null", -1)])
+def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_size, mask, window):
+    """The narrow schedule forced over fp8 layouts (its producer warpgroup copies each
+    tile's records, one bulk copy per run inside a page, and dequantises them into the
+    slots): any page size (no TMA), keys past the split written as zeros (unused slots
+    hold NaN), D_qk 512 for fp8, sinks, every split count; the launched variant is
+    checked to be the narrow kernel."""
+    from mla_cupy import dispatch
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "hopper")   # dense fp8 under 32 rows is portable under auto
+    shapes = [(16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], {}), (1, [2, 3, 1, 1], {})]
+    if layout == "fp8":
+        shapes.append((16, [1, 1], dict(d_qk=512)))
+    for num_heads, seq_lens, kw in shapes:
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        case = make_case(rng, seq_lens=seq_lens, cache_lens=[777, 2049, 64, 5][:len(seq_lens)],
+                         num_heads=num_heads, page_size=page_size, mask=mask, window=window,
+                         sink="random", num_layers=2, layer_idx=1, layout=layout, **kw)
+        for p in (1, 3):
+            _check(case, num_partitions=p)
+        variants = {plan.variant for plan in dispatch._eager_plans.values()}
+        assert variants and all(v.endswith("_m16_hopper_narrow") for v in variants), (variants, case.describe())
+
+
 @pytest.mark.parametrize("num_heads,layout", [(16, "bf16"), (128, "bf16"), (128, "fp8_ds_mla")])
 def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads, layout):
     """The Hopper kernels hand grid z the sequence of rank z by length

@@ -291,9 +291,12 @@ def test_variant_lists():
     # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
     assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
         k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
-    # the narrow schedule: a third, with 16-row tiles
+    # the narrow schedule: a third, with 16-row tiles, also over the dense byte records
+    dense_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8
+                     and k.sparsity is Sparsity.DENSE]
     assert {k.name for k in decode if k.schedule.value == "narrow"} == {
-        k.name + "_hopper_narrow" for k in dense16 if k.tile_rows == 16 and k.backend.value == "portable"}
+        k.name + "_hopper_narrow" for k in dense16 + dense_records
+        if k.tile_rows == 16 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
     assert DecodeKey(Layout.FP8, Mask.CAUSAL, Sparsity.DENSE, False, 512, True, 32) in ALL
@@ -468,6 +471,9 @@ HOPPER_DENSE = dict(backend="hopper")
     ("ring", HOPPER_DENSE, 64, 16, "ring"),
     ("narrow", HOPPER_DENSE, 64, 32, "ring"),                   # forced, but 32 rows: the ring
     ("narrow", dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 12, "narrow"),
+    ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 3, 16, "narrow"),   # records: any page size
+    ("narrow", dict(HOPPER_DENSE, layout="fp8", d_qk=512), 1, 16, "narrow"),
+    ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 32, "ring"),
     (None, HOPPER_DENSE, 1, 128, "ring"),                       # TMA cannot load 1-row pages
     (None, HOPPER_DENSE, 24, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),
