@@ -310,7 +310,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        if narrow and not byte_records:   # (fp8 layouts: forced only, until measured)
+        if narrow and not byte_records:   # (fp8 layouts, dense or sparse: forced only, until measured)
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)

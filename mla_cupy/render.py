@@ -180,8 +180,9 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     of a tile and their mbarrier (fp8 layouts), the row reductions, the alignment."""
     rows, block_n = schedule_tile_rows(key.schedule), HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
+    keytok = 4 * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # KEYTOK_TILES tiles of int2
     return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 if raw else 0)
-            + 4 * rows * 4 + 1024)
+            + 4 * rows * 4 + keytok + 1024)
 
 
 @functools.lru_cache(maxsize=1)

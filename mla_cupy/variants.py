@@ -264,10 +264,11 @@ def seesaw_supports(key: DecodeKey) -> bool:
 
 def narrow_supports(key: DecodeKey) -> bool:
     """Which Hopper variants the narrow schedule implements: dense 16-bit caches
-    (loaded by TMA) and dense fp8 / fp8_ds_mla with bf16 queries (a producer
-    warpgroup dequantises them)."""
-    return (key.backend is Backend.HOPPER and key.sparsity is Sparsity.DENSE and not key.q_fp8
-            and key.layout in (Layout.BF16, Layout.FP16, *HOPPER_BYTE_LAYOUTS))
+    (loaded by TMA), and fp8 / fp8_ds_mla with bf16 queries, dense or sparse (a
+    producer warpgroup copies and dequantises their records)."""
+    records = key.layout in HOPPER_BYTE_LAYOUTS
+    return (key.backend is Backend.HOPPER and not key.q_fp8
+            and (records or (key.sparsity is Sparsity.DENSE and key.layout in (Layout.BF16, Layout.FP16))))
 
 
 _DECODE_RE = re.compile(

@@ -96,3 +96,27 @@ def test_slot_hidden_by_the_causal_rule_is_never_read(compiled_kernels, rng, lay
     for p in (1, 3):
         out, _, _, _ = _check(case, num_partitions=p)
         assert np.isfinite(out).all(), case.describe()
+
+
+@pytest.mark.parametrize("layout", ["fp8_ds_mla", "fp8"])
+@pytest.mark.parametrize("mask", ["null", "causal"])
+def test_narrow_schedule_sparse(compiled_kernels, rng, monkeypatch, layout, mask):
+    """The narrow schedule forced over sparse fp8 layouts (a bulk copy per key,
+    the tokens that see each key written beside the tile): garbage and -1 indices,
+    topk_lengths, logical positions, the extra stream, fold_shared_index (row groups
+    of 16 rows or fewer), sinks, every split count; the launched variant is checked
+    to be the narrow kernel."""
+    from mla_cupy import dispatch
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
+    shapes = [(16, [1, 2, 1], dict()), (16, [2, 1], dict(extra_stride=40, extra_topk="random", logical=True)),
+              (8, [2, 2, 1], dict(fold=True)), (4, [3, 1], dict(fold=True, extra_stride=24, topk="random"))]
+    for num_heads, seq_lens, kw in shapes:
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[300, 4000, 70][:len(seq_lens)],
+                                indices_stride=int(rng.choice([37, 130, 700])), num_heads=num_heads,
+                                layout=layout, mask=mask, sink="random", valid_fraction=0.7,
+                                page_size=int(rng.choice([1, 16, 64])), **kw)
+        for p in (1, 3):
+            _check(case, num_partitions=p)
+        variants = {plan.variant for plan in dispatch._eager_plans.values()}
+        assert variants and all(v.endswith("_m16_hopper_narrow") for v in variants), (variants, case.describe())

@@ -291,11 +291,10 @@ def test_variant_lists():
     # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
     assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
         k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
-    # the narrow schedule: a third, with 16-row tiles, also over the dense byte records
-    dense_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8
-                     and k.sparsity is Sparsity.DENSE]
+    # the narrow schedule: a third, with 16-row tiles, also over the byte records (dense or sparse)
+    all_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8]
     assert {k.name for k in decode if k.schedule.value == "narrow"} == {
-        k.name + "_hopper_narrow" for k in dense16 + dense_records
+        k.name + "_hopper_narrow" for k in dense16 + all_records
         if k.tile_rows == 16 and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
@@ -474,6 +473,9 @@ HOPPER_DENSE = dict(backend="hopper")
     ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 3, 16, "narrow"),   # records: any page size
     ("narrow", dict(HOPPER_DENSE, layout="fp8", d_qk=512), 1, 16, "narrow"),
     ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 32, "ring"),
+    ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 64, 16, "narrow"),
+    ("narrow", dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),     # sparse bf16: the ring
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 64, 16, "ring"),
     (None, HOPPER_DENSE, 1, 128, "ring"),                       # TMA cannot load 1-row pages
     (None, HOPPER_DENSE, 24, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),

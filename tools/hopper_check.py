@@ -82,13 +82,18 @@ def correctness(quick: bool, schedule: str) -> int:
                     dict(layout="fp8", num_heads=128, topk="random"), dict(layout="fp8", fold=True),
                     dict(num_heads=4), dict(layout="fp8_ds_mla", num_heads=1, sink="random"),
                     dict(layout="fp8", num_heads=8, mask="null")]
-    # (the seesaw and narrow cover dense 16-bit caches only: sparse cases run the ring either way)
-    for i, kw in enumerate(sparse_cases[: 0 if tma_only else 5 if quick else None]):
+    # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way;
+    # the narrow kernel covers sparse fp8 layouts at 16 rows or fewer)
+    for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
         kw = dict(kw)
         n = int(rng.integers(1, 5))
         seq_lens = kw.pop("seq_lens", list(rng.integers(1, 4, size=n)))
         cache_lens = list(rng.integers(0, 3000, size=len(seq_lens)))
         kw.setdefault("num_heads", int(rng.choice([16, 32, 128])))
+        if schedule == "narrow":   # row groups of at most 16 rows (else the ring runs)
+            kw["num_heads"] = min(kw["num_heads"], 16)
+            if kw.get("fold"):
+                seq_lens = [min(s, 16 // kw["num_heads"]) for s in seq_lens]
         kw.setdefault("sink", "random" if rng.random() < 0.3 else None)
         stride = int(rng.choice([1, 37, 128, 700, 2048]))
         case = testing.make_sparse_case(rng, seq_lens=seq_lens, cache_lens=cache_lens,
