@@ -20,7 +20,7 @@ from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
 from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
-                       hopper_supports, narrow_supports, parse, resolve_backend, schedule_tile_rows,
+                       NARROW_TILE_ROWS, hopper_supports, narrow_supports, parse, resolve_backend, schedule_tile_rows,
                        seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
@@ -286,7 +286,9 @@ SEESAW_MIN_ROWS = 65
 # wherever it applies (H200, bf16 page 64, ring -> narrow in the same run: b128 h16
 # s8192 325.5 -> 310.5 us, b8 h16 41.6 -> 39.1, ds_h16_sq1 uniform 178.0 -> 170.2,
 # ragged 315.6 -> 243.8; tools/results/NOTES.md session 11).
-NARROW_MAX_ROWS = schedule_tile_rows(Schedule.NARROW)
+NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
+# (measured at 16 rows; the 32-row tile runs when forced, until measured against the ring)
+NARROW_AUTO_ROWS = 16
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 
@@ -310,7 +312,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        if narrow and not byte_records:   # (fp8 layouts, dense or sparse: forced only, until measured)
+        if narrow and not byte_records and group_rows <= NARROW_AUTO_ROWS:   # (the rest: forced only, until measured)
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)
@@ -324,7 +326,7 @@ def hopper_key(key: DecodeKey, page_size: int, group_rows: int) -> DecodeKey:
     and that schedule's rows a CTA."""
     schedule = choose_hopper_schedule(dataclasses.replace(key, backend=Backend.HOPPER), page_size, group_rows)
     return dataclasses.replace(key, backend=Backend.HOPPER, schedule=schedule,
-                               tile_rows=schedule_tile_rows(schedule))
+                               tile_rows=schedule_tile_rows(schedule, group_rows))
 
 
 def resident_ctas(layout: str = "bf16", d_qk: int = 576,

@@ -23,7 +23,7 @@ import jinja2
 
 from . import abi, environment, records
 from .variants import (HOPPER_BYTE_LAYOUTS, QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout,
-                       Mask, QuantizeKey, Schedule, Sparsity, schedule_tile_rows)
+                       Mask, QuantizeKey, Schedule, Sparsity)
 
 DECODE_TEMPLATE = "portable/mla_decode.cu.j2"
 HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
@@ -90,7 +90,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             # tile each (a full and an empty mbarrier each), P^T (16 rows of 64 keys),
             # fp8 layouts' raw records of a tile (and their mbarrier), the row
             # reductions of 4 warps (mla_decode_narrow.cu.j2).
-            return LaunchConfig(schedule_tile_rows(key.schedule), block_n, stages, 1, 256,
+            return LaunchConfig(key.tile_rows, block_n, stages, 1, 256,
                                 _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
         # P words and row factors of 128 threads, an mbarrier per buffer for
         # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
@@ -178,7 +178,7 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
     """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
     of a tile and their mbarrier (fp8 layouts), the row reductions, the alignment."""
-    rows, block_n = schedule_tile_rows(key.schedule), HOPPER_TILES[Schedule.NARROW][0]
+    rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
     keytok = 4 * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # KEYTOK_TILES tiles of int2
     return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 if raw else 0)

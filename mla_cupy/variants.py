@@ -56,10 +56,15 @@ class Schedule(str, enum.Enum):
     NARROW = "narrow"
 
 
-def schedule_tile_rows(schedule: "Schedule") -> int:
-    """Rows a CTA of a Hopper schedule holds: the narrow kernel's 16 (its wgmma N),
-    64 (wgmma M) for the others."""
-    return 16 if Schedule(schedule) is Schedule.NARROW else 64
+def schedule_tile_rows(schedule: "Schedule", group_rows: int = 1) -> int:
+    """Rows a CTA of a Hopper schedule holds for a row group: the narrow kernel's
+    16, or 32 for a group of 17 to 32 rows (its wgmma N); 64 (wgmma M) for the others."""
+    if Schedule(schedule) is Schedule.NARROW:
+        return 16 if group_rows <= 16 else 32
+    return 64
+
+
+NARROW_TILE_ROWS = (16, 32)
 
 
 TILE_ROWS = (64, 32, 16)   # rows (heads x tokens) per tile; first is the default
@@ -253,7 +258,8 @@ HOPPER_BYTE_LAYOUTS = (Layout.FP8, Layout.FP8_DS_MLA)
 def hopper_supports(key: DecodeKey) -> bool:
     """Which variants the wgmma family implements (the rest stay portable)."""
     return (key.layout in (Layout.BF16, Layout.FP16, *HOPPER_BYTE_LAYOUTS)
-            and key.tile_rows == schedule_tile_rows(key.schedule) and not key.q_fp8)
+            and (key.tile_rows in NARROW_TILE_ROWS if key.schedule is Schedule.NARROW else key.tile_rows == 64)
+            and not key.q_fp8)
 
 
 def seesaw_supports(key: DecodeKey) -> bool:

@@ -108,7 +108,9 @@ def test_narrow_schedule(compiled_kernels, rng, monkeypatch, page_size, mask, wi
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
     portable = variants_mod.resolve_backend() == "portable"
     for num_heads, seq_lens, kw in ((16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], dict(d_qk=512)),
-                                    (1, [2, 3, 1, 1], dict(dtype=np.float16)), (16, [1], dict(d_qk=512))):
+                                    (1, [2, 3, 1, 1], dict(dtype=np.float16)), (16, [1], dict(d_qk=512)),
+                                    (32, [1, 1, 0, 1], {}), (16, [2, 1, 0, 2], dict(dtype=np.float16)),
+                                    (5, [6, 4, 0, 1], dict(d_qk=512))):   # 17-32 rows: the 32-row tile
         monkeypatch.setattr(dispatch, "_eager_plans", {})
         case = make_case(rng, seq_lens=seq_lens, cache_lens=[777, 2049, 64, 5][:len(seq_lens)],
                          num_heads=num_heads, page_size=page_size, mask=mask, window=window,
@@ -119,7 +121,7 @@ def test_narrow_schedule(compiled_kernels, rng, monkeypatch, page_size, mask, wi
         if portable:
             assert variants and not any("_hopper" in v for v in variants), (variants, case.describe())
         else:
-            assert variants and all(v.endswith("_m16_hopper_narrow") for v in variants), (variants, case.describe())
+            assert variants and all(v.endswith("_hopper_narrow") for v in variants), (variants, case.describe())
 
 
 @pytest.mark.parametrize("layout", ["fp8_ds_mla", "fp8"])
@@ -134,7 +136,7 @@ def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_si
     from mla_cupy import dispatch
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
     monkeypatch.setenv("MLA_CUPY_BACKEND", "hopper")   # dense fp8 under 32 rows is portable under auto
-    shapes = [(16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], {}), (1, [2, 3, 1, 1], {})]
+    shapes = [(16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], {}), (1, [2, 3, 1, 1], {}), (32, [1, 0, 1], {})]
     if layout == "fp8":
         shapes.append((16, [1, 1], dict(d_qk=512)))
     for num_heads, seq_lens, kw in shapes:
@@ -145,7 +147,7 @@ def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_si
         for p in (1, 3):
             _check(case, num_partitions=p)
         variants = {plan.variant for plan in dispatch._eager_plans.values()}
-        assert variants and all(v.endswith("_m16_hopper_narrow") for v in variants), (variants, case.describe())
+        assert variants and all(v.endswith("_hopper_narrow") for v in variants), (variants, case.describe())
 
 
 @pytest.mark.parametrize("num_heads,layout", [(16, "bf16"), (128, "bf16"), (128, "fp8_ds_mla")])

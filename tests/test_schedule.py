@@ -272,10 +272,11 @@ def test_variant_lists():
     assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
-    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the three hopper ones)
+    # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the ring, the
+    # seesaw and the narrow kernel's two tiles)
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * (3 + 3)
+    assert len(dense16) == 2 * 3 * 2 * (3 + 4)
     # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
@@ -291,11 +292,11 @@ def test_variant_lists():
     # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
     assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
         k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
-    # the narrow schedule: a third, with 16-row tiles, also over the byte records (dense or sparse)
+    # the narrow schedule: a third, with 16- and 32-row tiles, also over the byte records (dense or sparse)
     all_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8]
     assert {k.name for k in decode if k.schedule.value == "narrow"} == {
         k.name + "_hopper_narrow" for k in dense16 + all_records
-        if k.tile_rows == 16 and k.backend.value == "portable"}
+        if k.tile_rows in (16, 32) and k.backend.value == "portable"}
     # every valid combination is listed
     assert DecodeKey(Layout.FP8_DS_MLA, Mask.NULL, Sparsity.SPARSE, True, 576, False, 16) in ALL
     assert DecodeKey(Layout.FP8, Mask.CAUSAL, Sparsity.DENSE, False, 512, True, 32) in ALL
@@ -468,11 +469,13 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 16, "ring"),
     ("ring", HOPPER_DENSE, 64, 16, "ring"),
-    ("narrow", HOPPER_DENSE, 64, 32, "ring"),                   # forced, but 32 rows: the ring
+    ("narrow", HOPPER_DENSE, 64, 32, "narrow"),                 # forced: the 32-row tile
+    ("narrow", HOPPER_DENSE, 64, 33, "ring"),                   # forced, but 33 rows: the ring
+    (None, HOPPER_DENSE, 64, 32, "ring"),                       # auto: 32 rows not measured yet
     ("narrow", dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 12, "narrow"),
     ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 3, 16, "narrow"),   # records: any page size
     ("narrow", dict(HOPPER_DENSE, layout="fp8", d_qk=512), 1, 16, "narrow"),
-    ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 32, "ring"),
+    ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 33, "ring"),
     ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 64, 16, "narrow"),
     ("narrow", dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),     # sparse bf16: the ring
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 64, 16, "ring"),
@@ -495,6 +498,15 @@ def test_choose_hopper_schedule(monkeypatch, env, kw, page_size, group_rows, exp
         monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", env)
     got = compiler.choose_hopper_schedule(DecodeKey(**kw), page_size, group_rows)
     assert got.value == expected
+
+
+@pytest.mark.parametrize("group_rows, tile_rows", [(1, 16), (16, 16), (17, 32), (32, 32)])
+def test_the_narrow_key_takes_the_tile_of_its_row_group(monkeypatch, group_rows, tile_rows):
+    from mla_cupy import compiler
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
+    key = compiler.hopper_key(DecodeKey(), 64, group_rows)
+    assert key.schedule.value == "narrow" and key.tile_rows == tile_rows
+    assert key.name.endswith(f"_m{tile_rows}_hopper_narrow")
 
 
 def test_an_unknown_hopper_schedule_is_an_error(monkeypatch):

@@ -5,7 +5,7 @@ Usage (GPU machine, from the checkout):
     PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|narrow]
 
 Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; all
-by default) runs the whole list (narrow: its row groups of 16 rows at most).
+by default) runs the whole list (narrow: its row groups of 32 rows at most).
 
 Random dense cases (ragged lengths, every mask, page sizes 1..128, D_qk 576/512,
 bf16/fp16, H 1..128, sinks, num_partitions 1 and 2..8) and sparse ones (-1 and
@@ -62,9 +62,9 @@ def correctness(quick: bool, schedule: str) -> int:
         mask = kw.pop("mask", "causal")
         window = int(rng.integers(1, 1500)) if mask == "sliding_window_causal" else -1
         kw.setdefault("num_heads", int(rng.choice([16, 32, 128])))
-        if schedule == "narrow":   # row groups of at most 16 rows (else the ring runs)
-            kw["num_heads"] = min(kw["num_heads"], 16)
-            seq_lens = [min(s, 16 // kw["num_heads"]) for s in seq_lens]
+        if schedule == "narrow":   # row groups of at most 32 rows (else the ring runs)
+            kw["num_heads"] = min(kw["num_heads"], 32)
+            seq_lens = [min(s, 32 // kw["num_heads"]) for s in seq_lens]
         kw.setdefault("sink", "random" if rng.random() < 0.3 else None)
         case = testing.make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, mask=mask,
                                  window=window, **kw)
@@ -90,10 +90,10 @@ def correctness(quick: bool, schedule: str) -> int:
         seq_lens = kw.pop("seq_lens", list(rng.integers(1, 4, size=n)))
         cache_lens = list(rng.integers(0, 3000, size=len(seq_lens)))
         kw.setdefault("num_heads", int(rng.choice([16, 32, 128])))
-        if schedule == "narrow":   # row groups of at most 16 rows (else the ring runs)
-            kw["num_heads"] = min(kw["num_heads"], 16)
+        if schedule == "narrow":   # row groups of at most 32 rows (else the ring runs)
+            kw["num_heads"] = min(kw["num_heads"], 32)
             if kw.get("fold"):
-                seq_lens = [min(s, 16 // kw["num_heads"]) for s in seq_lens]
+                seq_lens = [min(s, 32 // kw["num_heads"]) for s in seq_lens]
         kw.setdefault("sink", "random" if rng.random() < 0.3 else None)
         stride = int(rng.choice([1, 37, 128, 700, 2048]))
         case = testing.make_sparse_case(rng, seq_lens=seq_lens, cache_lens=cache_lens,
