@@ -175,12 +175,9 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     return block_n, stages
 
 
-# Tiles of raw records the narrow kernel's fp8 producer keeps in flight (the copies of
-# tile t + NARROW_RAW_TILES go out once tile t is in registers).  Two or three cost
-# slots, and fewer than CHUNKS + V_CHUNKS slots tie the producer to O^T: H200 b128 h16
-# fp8_ds_mla 356 us at one raw tile and 20 slots, 428 at two (15 slots), 426 at three
-# (10); tools/results/NOTES.md session 12.
-NARROW_RAW_TILES = 1
+# Tiles of raw records the narrow kernel's fp8 producer keeps in flight: the bulk
+# copies of the next while it dequantises one.
+NARROW_RAW_TILES = 2
 
 
 def narrow_raw_tiles(key: DecodeKey) -> int:

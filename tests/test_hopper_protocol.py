@@ -554,7 +554,7 @@ MBAR_PARTIES["nraw"] = 1
 
 
 @pytest.mark.parametrize("chunks, v_chunks", [(9, 8), (8, 8)])
-@pytest.mark.parametrize("slots, raw_tiles", [(9, 3), (12, 2), (15, 2), (17, 1), (20, 1)])
+@pytest.mark.parametrize("slots, raw_tiles", [(9, 3), (12, 2), (15, 2), (16, 2)])   # m32 ds_mla, m16 ds_mla / fp8
 def test_narrow_raw_producer_neither_hangs_nor_laps(chunks, v_chunks, slots, raw_tiles):
     warpgroups = (narrow_math(chunks, v_chunks), narrow_raw_producer(chunks, raw_tiles))
     assert {n: run(n, slots, warpgroups, 10) for n in range(12)} == {n: "ok" for n in range(12)}
