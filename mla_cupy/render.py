@@ -175,23 +175,13 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     return block_n, stages
 
 
-# Tiles of raw records the narrow kernel's fp8 producer keeps in flight: the bulk
-# copies of the next while it dequantises one.
-NARROW_RAW_TILES = 2
-
-
-def narrow_raw_tiles(key: DecodeKey) -> int:
-    """Raw record tiles of a narrow kernel (0: 16-bit caches, loaded by TMA)."""
-    return NARROW_RAW_TILES if records.is_byte_record(key.layout) else 0
-
-
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
-    """The narrow kernel's shared memory besides its slots: Q, P^T, the raw record
-    tiles and their mbarriers (fp8 layouts), the row reductions, the alignment."""
+    """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
+    of a tile and their mbarrier (fp8 layouts), the row reductions, the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
-    raw_tiles = narrow_raw_tiles(key)
+    raw = records.is_byte_record(key.layout)
     keytok = 4 * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # KEYTOK_TILES tiles of int2
-    return (key.d_qk * 2 * rows + rows * 2 * block_n + raw_tiles * (block_n * key.row_bytes + 8)
+    return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 if raw else 0)
             + 4 * rows * 4 + keytok + 1024)
 
 
@@ -254,8 +244,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
-        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes,
-        raw_tiles=narrow_raw_tiles(key) if key.schedule is Schedule.NARROW else 0)
+        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

@@ -529,37 +529,6 @@ def test_the_model_shows_how_many_slots_the_narrow_ring_needs():
     assert run(4, 9, warpgroups, 10) == "ok"
 
 
-def narrow_raw_producer(chunks, raw_tiles):
-    """The fp8 layouts' producer warpgroup: tile t's records land in raw buffer
-    t % raw_tiles (an arrival on nraw stands for the bulk copies' bytes); once they
-    are in registers it copies tile t + raw_tiles into the same buffer, then writes
-    the tile's chunks, each once its slot is empty (the four warps' arrivals on
-    full are one party here)."""
-    def producer(n, slots):
-        for t in range(min(raw_tiles, n)):
-            yield "marrive", ("nraw", t % raw_tiles), None
-        for t in range(n):
-            yield "mwait", ("nraw", t % raw_tiles), t // raw_tiles
-            if t + raw_tiles < n:
-                yield "marrive", ("nraw", (t + raw_tiles) % raw_tiles), None
-            for c in range(chunks):
-                at = t * chunks + c
-                if at >= slots:
-                    yield "mwait", ("nempty", at % slots), at // slots - 1
-                yield "marrive", ("nfull", at % slots), None
-    return producer
-
-
-MBAR_PARTIES["nraw"] = 1
-
-
-@pytest.mark.parametrize("chunks, v_chunks", [(9, 8), (8, 8)])
-@pytest.mark.parametrize("slots, raw_tiles", [(9, 3), (12, 2), (15, 2), (16, 2)])   # m32 ds_mla, m16 ds_mla / fp8
-def test_narrow_raw_producer_neither_hangs_nor_laps(chunks, v_chunks, slots, raw_tiles):
-    warpgroups = (narrow_math(chunks, v_chunks), narrow_raw_producer(chunks, raw_tiles))
-    assert {n: run(n, slots, warpgroups, 10) for n in range(12)} == {n: "ok" for n in range(12)}
-
-
 def test_the_model_catches_a_narrow_loader_that_does_not_wait_for_empty():
     def eager_loader(n, slots):
         for at in range(n * 9):
