@@ -247,28 +247,31 @@ def device_arch(device_id: int) -> str:
 # take about the same time from h4 to h32) bf16 h4 97.5 vs 129.2, h16 98.1 vs
 # 133.8; fp8_ds_mla h4 113.3 vs 158.0, h16 114.1 vs 163.9.  Under batch_invariant
 # the dispatcher passes one token's rows for a dense call, so the choice does
-# not depend on the batch.
+# not depend on the batch.  Row groups of NARROW_AUTO_RECORD_ROWS or fewer run the
+# narrow Hopper kernel instead, which beats the portable one there (h16 399.8 ->
+# 374.0 us, session 12).
 DENSE_FP8_HOPPER_MIN_ROWS = 32
 
 
-def hopper_min_rows(key: DecodeKey) -> int:
-    """The smallest row group that runs ``key``'s variant on the Hopper family
-    under "auto" (0: any)."""
+def hopper_rows(key: DecodeKey, group_rows: int) -> bool:
+    """Whether a row group of ``group_rows`` rows runs ``key``'s variant on the Hopper
+    family under "auto": every one but dense fp8 from NARROW_AUTO_RECORD_ROWS + 1 to
+    DENSE_FP8_HOPPER_MIN_ROWS - 1 rows."""
     dense_fp8 = key.sparsity is Sparsity.DENSE and key.layout is Layout.FP8
-    return DENSE_FP8_HOPPER_MIN_ROWS if dense_fp8 else 0
+    return not dense_fp8 or group_rows <= NARROW_AUTO_RECORD_ROWS or group_rows >= DENSE_FP8_HOPPER_MIN_ROWS
 
 
 def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | None = None) -> bool:
     """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
     family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
     device, a variant the family covers, and, under "auto", a row group
-    (``group_rows``: rows of one CTA's tokens, see schedule.row_tiling) of at
-    least hopper_min_rows(key).  The one rule for the dispatcher's choice and for
+    (``group_rows``: rows of one CTA's tokens, see schedule.row_tiling) that
+    hopper_rows admits.  The one rule for the dispatcher's choice and for
     the split pack_scalar_args plans."""
     chosen = resolve_backend(backend)
     if chosen == "portable" or not hopper_supports(dataclasses.replace(key, tile_rows=64)):
         return False
-    if chosen == "auto" and group_rows is not None and group_rows < hopper_min_rows(key):
+    if chosen == "auto" and group_rows is not None and not hopper_rows(key, group_rows):
         return False
     return device_arch(device_id) == "sm_90a"
 
@@ -281,23 +284,30 @@ def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | 
 # s8192: h128 548 us seesaw vs 636 ring; h64 362 vs 350; h32 360 vs 340;
 # h16 342 vs 334).
 SEESAW_MIN_ROWS = 65
-# The narrow schedule's CTA holds 16 rows (its wgmma N): one token's heads at h <= 16.
-# It does those rows' MMA work instead of a padded 64-row tile's, and runs by default
-# wherever it applies (H200, bf16 page 64, ring -> narrow in the same run: b128 h16
-# s8192 325.5 -> 310.5 us, b8 h16 41.6 -> 39.1, ds_h16_sq1 uniform 178.0 -> 170.2,
-# ragged 315.6 -> 243.8; tools/results/NOTES.md session 11).
+# The narrow schedule's CTA holds 16 or 32 rows (its wgmma N): one token's heads at
+# h <= 16, two tokens' or 32 heads.  It does those rows' MMA work instead of a padded
+# 64-row tile's, and runs by default wherever it applies and was measured faster
+# (H200, page 64, ring -> narrow in the same run; tools/results/NOTES.md sessions 11,
+# 12):
+# - 16-bit caches up to 32 rows: b128 h16 s8192 325.5 -> 310.5 us, b8 h16 41.6 ->
+#   39.1, ds_h16_sq1 ragged 315.6 -> 243.8; ds_h32_sq1 178.6 -> 175.7 (32-row tile),
+#   ds_h16_sq2 179.7 -> 176.5.
+# - dense fp8 records up to 16 rows (the producer warpgroup dequantises them):
+#   fp8_ds_mla b128 h16 367.8 -> 356.1, fp8 (portable before) 399.5 -> 373.9.
+# Sparse records run the ring (its producer was faster: 108 vs 128 us at h16).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
-# (measured at 16 rows; the 32-row tile runs when forced, until measured against the ring)
-NARROW_AUTO_ROWS = 16
+NARROW_AUTO_ROWS = 32
+NARROW_AUTO_RECORD_ROWS = 16
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 
 def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
-    (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes,
-    for dense bf16/fp16 caches whose pages TMA can load (tensor_map.box_rows), the
-    narrow schedule for row groups of NARROW_MAX_ROWS or fewer and the seesaw for
-    row groups of SEESAW_MIN_ROWS or more (with
+    (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
+    narrow schedule for dense bf16/fp16 caches whose pages TMA can load
+    (tensor_map.box_rows) in row groups of NARROW_AUTO_ROWS or fewer and for dense
+    fp8 records (any page size) in row groups of NARROW_AUTO_RECORD_ROWS or fewer,
+    and the seesaw for row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced
     ``seesaw`` applies to the variants it implements; on a page size TMA
@@ -312,7 +322,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        if narrow and not byte_records and group_rows <= NARROW_AUTO_ROWS:   # (the rest: forced only, until measured)
+        auto_rows = NARROW_AUTO_RECORD_ROWS if byte_records else NARROW_AUTO_ROWS
+        if narrow and key.sparsity is Sparsity.DENSE and group_rows <= auto_rows:
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)

@@ -442,11 +442,13 @@ def test_runs_hopper_reads_the_environment(monkeypatch):
     ("portable", "sparse", "bf16", 128, False),  # forced: the portable family still runs it
     ("auto", "dense", "bf16", 1, True),          # dense 16-bit: Hopper at every row count
     ("auto", "dense", "fp8_ds_mla", 1, True),
-    ("auto", "dense", "fp8", 16, False),         # dense fp8 h16: portable 430 vs Hopper 455 us
+    ("auto", "dense", "fp8", 16, True),          # dense fp8 h16: the narrow kernel (374 vs portable 400 us)
+    ("auto", "dense", "fp8", 17, False),         # 17-31 rows: portable (the ring: 455 vs 430 us at h16)
+    ("auto", "dense", "fp8", 31, False),
     ("auto", "dense", "fp8", 32, True),
 ])
 def test_runs_hopper_by_row_group(monkeypatch, backend, sparsity, layout, group_rows, expected):
-    """The row groups that run the Hopper family under "auto" (compiler.hopper_min_rows)."""
+    """The row groups that run the Hopper family under "auto" (compiler.hopper_rows)."""
     from mla_cupy import compiler
     monkeypatch.setattr(compiler, "device_arch", lambda device_id: "sm_90a")
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
@@ -464,14 +466,17 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, HOPPER_DENSE, 64, 64, "ring"),                       # h64: one tile, bound by loads
     (None, HOPPER_DENSE, 64, 16, "narrow"),                     # h16: keys as M, 16 rows' MMA work
     (None, HOPPER_DENSE, 8, 1, "narrow"),
-    (None, HOPPER_DENSE, 64, 17, "ring"),                       # more rows than the narrow tile
+    (None, HOPPER_DENSE, 64, 17, "narrow"),                     # the 32-row narrow tile
+    (None, HOPPER_DENSE, 64, 33, "ring"),                       # more rows than the narrow tiles
     (None, HOPPER_DENSE, 1, 16, "ring"),                        # TMA cannot load 1-row pages
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),
-    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 16, "ring"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 16, "narrow"),   # records: 16 rows or fewer
+    (None, dict(HOPPER_DENSE, layout="fp8", d_qk=512), 3, 16, "narrow"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 17, "ring"),     # (the 32-row tile not measured on records)
     ("ring", HOPPER_DENSE, 64, 16, "ring"),
     ("narrow", HOPPER_DENSE, 64, 32, "narrow"),                 # forced: the 32-row tile
     ("narrow", HOPPER_DENSE, 64, 33, "ring"),                   # forced, but 33 rows: the ring
-    (None, HOPPER_DENSE, 64, 32, "ring"),                       # auto: 32 rows not measured yet
+    (None, HOPPER_DENSE, 64, 32, "narrow"),                     # ds_h32_sq1: 175.7 vs ring 178.6 us
     ("narrow", dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 12, "narrow"),
     ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 3, 16, "narrow"),   # records: any page size
     ("narrow", dict(HOPPER_DENSE, layout="fp8", d_qk=512), 1, 16, "narrow"),

@@ -108,11 +108,11 @@ def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_row
         assert rows == want_rows and words[0] == blocks.address
 
 
-@pytest.mark.parametrize("num_heads, page_size", [(32, 64), (64, 64), (128, 1), (128, 48), (16, 3)])
+@pytest.mark.parametrize("num_heads, page_size", [(48, 64), (64, 64), (128, 1), (128, 48), (16, 3), (32, 3)])
 def test_auto_keeps_the_ring_where_the_seesaw_does_not_pay_or_cannot_load(monkeypatch, num_heads,
                                                                            page_size):
-    """17 to 64 rows: the ring (bound by loads); pages TMA cannot load: the ring with
-    cp.async (16 rows on them too: the narrow kernel loads by TMA only)."""
+    """33 to 64 rows: the ring (bound by loads); pages TMA cannot load: the ring with
+    cp.async (32 rows or fewer on them too: the narrow kernel loads 16-bit rows by TMA only)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
@@ -211,16 +211,18 @@ def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invar
 
 
 @pytest.mark.parametrize("num_heads, q_max, batch_invariant, backend, want_hopper", [
-    (16, 1, False, None, False),     # 16 rows: the portable kernels (faster on the H200, compiler.hopper_min_rows)
+    (16, 1, False, None, True),      # 16 rows: the narrow Hopper kernel (compiler.hopper_rows)
+    (24, 1, False, None, False),     # 17-31 rows: the portable kernels (faster than the ring on the H200)
     (16, 2, False, None, True),      # two tokens' 16 heads: a 32-row group
-    (16, 4, True, None, False),      # batch_invariant: one token's rows decide, whatever the batch
+    (24, 4, True, None, False),      # batch_invariant: one token's rows decide, whatever the batch
     (32, 1, True, None, True),
     (128, 1, False, None, True),
     (16, 1, False, "hopper", True),  # a forced family is taken as asked
 ])
 def test_dense_fp8_family_by_rows(monkeypatch, num_heads, q_max, batch_invariant, backend, want_hopper):
-    """Dense fp8 rows with bf16 queries run the Hopper kernels (the producer
-    dequantises them) from 32-row groups, the portable ones below."""
+    """Dense fp8 rows with bf16 queries run the Hopper kernels (a producer
+    dequantises them) in row groups of 16 or fewer (narrow) and of 32 or more (the
+    ring), the portable ones between."""
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
     sa = ScalarArgs(F((3,), np.int64), B, q_max, 2, batch_invariant=batch_invariant,
                     split_len=1024 if batch_invariant else 0)
@@ -228,4 +230,4 @@ def test_dense_fp8_family_by_rows(monkeypatch, num_heads, q_max, batch_invariant
         _call(launches, 64, blocks=F((5, 2, 64, 576), np.uint8), num_heads=num_heads, scalar_args=sa,
               batch_invariant=batch_invariant, backend=backend)
         name = launches[-2].kernel_name
-        assert name.startswith("mla_decode_fp8_causal_dense") and name.endswith("_hopper") is want_hopper, name
+        assert name.startswith("mla_decode_fp8_causal_dense") and ("_hopper" in name) is want_hopper, name
