@@ -174,6 +174,22 @@ def test_narrow_probe_compiles_and_its_reference_is_the_math():
     assert np.allclose(ot[7, 2], k[:, 7] @ pt[2])
 
 
+def test_rs_probe_compiles_and_its_records_are_the_format():
+    """tools/rs_probe.py's kernels (A built in registers from fp8_ds_mla records)
+    compile for sm_90a, and the records it writes decode, through the reference's
+    own reading of the format, to the values it packed."""
+    import ml_dtypes
+    rs_probe = _tool("rs_probe")
+    _nvrtc_compile(rs_probe.render(), "rs_probe.cu")
+    raw, k = rs_probe.make_records(np.random.default_rng(0))
+    assert raw.shape == (rs_probe.KEYS, 656) and k.shape == (rs_probe.KEYS, rs_probe.D_QK)
+    scales = raw[:, 512:528].copy().view("<f4")
+    lat = raw[:, :512].view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    want = (lat * np.repeat(scales, 128, axis=1)).astype(ml_dtypes.bfloat16).astype(np.float64)
+    assert np.array_equal(k[:, :512], want) and np.all(np.isfinite(k))
+    assert np.array_equal(k[:, 512:], raw[:, 528:].copy().view(ml_dtypes.bfloat16).astype(np.float64))
+
+
 def test_convert_rate_modes_compile():
     """tools/convert_rate.py renders each mode from the production fp8 helpers and
     the kernel compiles."""
