@@ -285,31 +285,62 @@ def render_rate() -> str:
                                                           mma_type="bf16", wgs=2, smem_bytes=smem_bytes(2))
 
 
+# ---- what the probes share (tools/rs_probe.py imports these) ----
+def probe_args(doc: str, rate_help: str, tiles_help: str):
+    """The probes' command line: --seed, --rate, --tiles."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--rate", action="store_true", help=rate_help)
+    ap.add_argument("--tiles", type=int, default=2048, help=tiles_help)
+    return ap.parse_args()
+
+
+def seeded_rng(tool: str, seed):
+    """A generator from ``seed`` (a fresh one when None), the seed printed first."""
+    seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    print(f"{tool} seed {seed}", flush=True)
+    return seed, np.random.default_rng(seed)
+
+
+def load_kernels(source: str, names, smem: int, options=None) -> list:
+    """``names`` of ``source`` compiled by NVRTC for device 0 (the decode kernels'
+    options unless given), each allowed ``smem`` bytes of dynamic shared memory."""
+    import cupy
+    from mla_cupy import compiler
+    mod = cupy.RawModule(code=source, backend="nvrtc",
+                         options=options or (*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"))
+    kernels = [mod.get_function(n) for n in names]
+    for k in kernels:
+        k.max_dynamic_shared_size_bytes = smem
+    return kernels
+
+
+def median_us(kernel, launch, smem: int, repeats: int = 5) -> float:
+    """Median µs of ``kernel(*launch)`` between CUDA events, after one warm-up launch."""
+    import cupy
+    kernel(*launch, shared_mem=smem)
+    times = []
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        kernel(*launch, shared_mem=smem)
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
+    return float(np.median(times))
+
+
 def time_rate(tiles: int, repeats: int = 5) -> None:
     """Keys a microsecond per SM of the narrow math alone, one and two warpgroups a CTA."""
     import cupy
-    from mla_cupy import compiler
-    mod = cupy.RawModule(code=render_rate(), options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
-                         backend="nvrtc")
-    kernel = mod.get_function("narrow_rate")
-    kernel.max_dynamic_shared_size_bytes = smem_bytes(2)
+    (kernel,) = load_kernels(render_rate(), ["narrow_rate"], smem_bytes(2))
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     rng = np.random.default_rng(0)
     d_k = cupy.asarray((rng.standard_normal((KEYS, D_QK)) * 0.1).astype(np.float32)).astype(cupy.float16).view(cupy.uint16)
     d_q = cupy.asarray((rng.standard_normal((ROWS, D_QK)) * 0.1).astype(np.float32)).astype(cupy.float16).view(cupy.uint16)
     sink = cupy.zeros(sms * 256, dtype=np.float32)
     for wgs in (1, 2):
-        args = ((sms,), (128 * wgs,), (d_k, d_q, np.int32(tiles), sink))
-        kernel(*args, shared_mem=smem_bytes(2))
-        times = []
-        for _ in range(repeats):
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            kernel(*args, shared_mem=smem_bytes(2))
-            stop.record()
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
-        us = float(np.median(times))
+        us = median_us(kernel, ((sms,), (128 * wgs,), (d_k, d_q, np.int32(tiles), sink)), smem_bytes(2), repeats)
         keys = tiles * KEYS * wgs
         print(f"narrow math, {wgs} warpgroup{'s' if wgs > 1 else ''} a CTA, {sms} CTAs: {us:.1f} us for {tiles} tiles "
               f"a warpgroup: {keys / us:.1f} keys/us/SM ({2 * ROWS * (D_QK + D_V) * keys * sms / us / 1e6:.0f} "
@@ -347,24 +378,14 @@ def check(name, got, want, tol) -> bool:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--rate", action="store_true", help="also time the narrow math alone (keys/us/SM)")
-    ap.add_argument("--tiles", type=int, default=2048, help="--rate: tiles a warpgroup")
-    args = ap.parse_args()
+    args = probe_args(__doc__, "also time the narrow math alone (keys/us/SM)", "--rate: tiles a warpgroup")
     import cupy
     import ml_dtypes
-    from mla_cupy import compiler
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
-    print(f"narrow_probe seed {seed}", flush=True)
-    rng = np.random.default_rng(seed)
+    seed, rng = seeded_rng("narrow_probe", args.seed)
     bf16 = ml_dtypes.bfloat16
     k = rng.standard_normal((KEYS, D_QK)).astype(bf16)
     q = (rng.standard_normal((ROWS, D_QK)) / np.sqrt(D_QK)).astype(bf16)
-    mod = cupy.RawModule(code=render(), options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
-                         backend="nvrtc")
-    kernel = mod.get_function("narrow_probe")
-    kernel.max_dynamic_shared_size_bytes = smem_bytes(1)
+    (kernel,) = load_kernels(render(), ["narrow_probe"], smem_bytes(1))
     d_k = cupy.asarray(k.view(np.uint16))
     d_q = cupy.asarray(q.view(np.uint16))
     st = cupy.full((KEYS, ROWS), np.nan, dtype=np.float32)

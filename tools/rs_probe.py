@@ -24,12 +24,11 @@ against the ~43 a dense fp8_ds_mla b128 h16 call needs for its 183 us target.
 
     PYTHONPATH=. python3 tools/rs_probe.py [--seed N] [--rate [--tiles 2048]]
 """
-import argparse
 import sys
 
 import numpy as np
 
-from narrow_probe import check
+from narrow_probe import check, load_kernels, median_us, probe_args, seeded_rng
 
 from mla_cupy import records
 
@@ -273,26 +272,18 @@ def make_records(rng):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--rate", action="store_true", help="also time the math alone (keys/us/SM)")
-    ap.add_argument("--tiles", type=int, default=2048, help="--rate: tiles a CTA")
-    args = ap.parse_args()
+    args = probe_args(__doc__, "also time the math alone (keys/us/SM)", "--rate: tiles a CTA")
     import cupy
     import ml_dtypes
     from mla_cupy import compiler
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
-    print(f"rs_probe seed {seed}", flush=True)
-    rng = np.random.default_rng(seed)
+    seed, rng = seeded_rng("rs_probe", args.seed)
     raw, k = make_records(rng)
     q = (rng.standard_normal((ROWS, D_QK)) / np.sqrt(D_QK)).astype(ml_dtypes.bfloat16)
     pt = rng.uniform(0, 1, (ROWS, KEYS)).astype(ml_dtypes.bfloat16)
-    mod = cupy.RawModule(code=render(), options=options(compiler.device_arch(0)), backend="nvrtc")
+    kernel, rate = load_kernels(render(), ["rs_probe", "rs_rate"], smem_bytes(), options(compiler.device_arch(0)))
     d = [cupy.asarray(raw), cupy.asarray(q.view(np.uint16)), cupy.asarray(pt.view(np.uint16))]
     st = cupy.full((KEYS, ROWS), np.nan, np.float32)
     ot = cupy.full((D_V, ROWS), np.nan, np.float32)
-    kernel = mod.get_function("rs_probe")
-    kernel.max_dynamic_shared_size_bytes = smem_bytes()
     kernel((1,), (128,), (*d, st, ot), shared_mem=smem_bytes())
     cupy.cuda.runtime.deviceSynchronize()
     ref_st = k @ q.astype(np.float64).T                                   # [keys, rows]
@@ -301,21 +292,9 @@ def main():
     ok &= check("O^T = V^T P^T (A = V^T from the records, columns permuted)", cupy.asnumpy(ot), ref_ot, 1e-5)
     print("rs_probe:", "all PASS" if ok else f"FAIL (seed {seed})", flush=True)
     if args.rate:
-        rate = mod.get_function("rs_rate")
-        rate.max_dynamic_shared_size_bytes = smem_bytes()
         sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
         sink = cupy.zeros(sms * 128, np.float32)
-        launch = ((sms,), (128,), (*d, np.int32(args.tiles), sink))
-        rate(*launch, shared_mem=smem_bytes())
-        times = []
-        for _ in range(5):
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            rate(*launch, shared_mem=smem_bytes())
-            stop.record()
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
-        us = float(np.median(times))
+        us = median_us(rate, ((sms,), (128,), (*d, np.int32(args.tiles), sink)), smem_bytes())
         print(f"register-dequant math, one warpgroup a CTA, {sms} CTAs: {us:.1f} us for {args.tiles} tiles: "
               f"{args.tiles * KEYS / us:.1f} keys/us/SM (a b128 h16 fp8_ds_mla call needs ~43 for 183 us)",
               flush=True)
