@@ -195,6 +195,11 @@ DECODE = Abi("mla_decode", (
     P("group_tiles", "int", "CTAs (row tiles) per row group (schedule.row_tiling)"),
     P("split_len", "int", "keys per split, rounded up to whole granules (batch_invariant); "
       "0: the key axis cut into num_partitions splits"),
+    P("segment_ctas", "int", "segment mode (narrow kernel): gridDim.y equal shares of the batch's key "
+      "tiles, each CTA's part of a sequence a segment (docs/spec.md section 7); 0: splits"),
+    P("segment_batch", "int", "segment mode: the host's batch_size, which bounds the walk"),
+    P("seg_info", "int*", "[T, 4] segment mode: per token its sequence's first partial, partials and "
+      "the token's row offset in them; null in split mode", nullable=True),
     # sparse mode (null / 0 when dense)
     P("d_indices", "const int*", "[T, indices_stride] encoded rows block * page_size + slot", nullable=True),
     P("topk_lengths", "const int*", "[B] or null", nullable=True),
@@ -230,7 +235,9 @@ COMBINE = Abi("mla_combine", (
     P("lse", "float*", "[T, H] or null", nullable=True),
     P("num_heads", "int", "H"),
     P("num_tokens", "int", "T"),
-    P("num_partitions", "int", "P"),
+    P("num_partitions_in", "int", "P (split mode)"),
+    P("seg_info", "const int*", "[T, 4] segment mode (the decode's seg_info), null: P splits", nullable=True),
+    P("segment_rows", "int", "segment mode: rows of a partial (the decode's tile rows), else 0"),
 ))
 
 QUANTIZE = Abi("mla_quantize", (

@@ -23,10 +23,11 @@ from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper
 from .render import combine_threads, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
-from .scalar_args import ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args
+from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
+                          sm_count_of_current_device)
 from .schedule import row_tiling
 from .records import D_V, output_dtype_name
-from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Sparsity, resolve_backend
+from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend
 
 LOG2E = 1.4426950408889634
 
@@ -235,32 +236,46 @@ def _build_plan(
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     mode = launch_mode()
+    segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len)
     with _on_device(device_id):
         decode = get_kernel(key, device_id)
         combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
-            if num_partitions > 1 else None
+            if num_partitions > 1 or segments else None
         o_part = lse_part = None
-        if num_partitions > 1:
-            rows = num_partitions * num_tokens * num_heads
+        seg_info = None
+        if segments:
+            # partial c + b of each share c and sequence b, then the per-token seg_info
+            # (int32[T, 4]) in the lse workspace's tail
+            part_rows = (segments + host_batch - 1) * key.tile_rows
+            rows = part_rows + 4 * num_tokens
+        else:
+            rows = num_partitions * num_tokens * num_heads if num_partitions > 1 else 0
+        if rows:
             o_part, lse_part = (_owned_workspace(rows) if owned_workspace
                                 else _workspace(device_id, handle, rows))
         given = dict(zip(ARRAY_PARAMS, (p if x is not None else None for x, p in zip(arrays, ptrs))))
         work = dict(o_part=array_info(o_part)[1] if o_part is not None else None,
                     lse_part=array_info(lse_part)[1] if lse_part is not None else None)
+        if segments:
+            seg_info = work["lse_part"] + 4 * part_rows
         decode_launch = KernelLaunch(
-            abi.DECODE, decode, decode.kernel.ptr, (tiling.grid_x, num_partitions, host_batch),
+            abi.DECODE, decode, decode.kernel.ptr,
+            (1, segments, 1) if segments else (tiling.grid_x, num_partitions, host_batch),
             (cfg.num_threads,), cfg.smem_bytes,
             decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
                                scale=scale, num_tokens=num_tokens, num_heads=num_heads,
                                window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
-                               split_len=split_len),
+                               split_len=split_len, segment_ctas=segments, segment_batch=host_batch,
+                               seg_info=seg_info),
             mode, kv_map_source=kv_map_source(key, kv_collection))
         combine_launch = None
         if combine is not None:
             combine_launch = KernelLaunch(
-                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens), (combine_threads(num_partitions),),
+                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens),
+                (combine_threads(SEGMENT_COMBINE_PARTS if segments else num_partitions),),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
-                                       num_partitions=num_partitions), mode,
+                                       num_partitions=num_partitions, seg_info=seg_info,
+                                       segment_rows=key.tile_rows if segments else 0), mode,
                 programmatic=arch_number(compiler.device_arch(device_id)) >= 90)
 
     def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
@@ -440,8 +455,9 @@ def eager_key(q, offsets, kv, layer_idx, scale, output, sa, mask_str, window, ro
            type(num_partitions_in), num_partitions_in, type(sa.batch_size), sa.batch_size,
            type(sa.q_max_seq_len), sa.q_max_seq_len, type(sa.num_partitions), sa.num_partitions,
            backend, environment.get(environment.BACKEND), environment.get(environment.LAUNCH),
-           environment.get(environment.HOPPER_LOADS), environment.get(environment.HOPPER_SCHEDULE), handle,
-           type(batch_invariant), batch_invariant, sa.batch_invariant, sa.split_len)
+           environment.get(environment.HOPPER_LOADS), environment.get(environment.HOPPER_SCHEDULE),
+           environment.get(environment.SPLIT), handle,
+           type(batch_invariant), batch_invariant, sa.batch_invariant, sa.split_len, sa.split_chosen)
     return key, ptrs, handle   # unhashable (a list where a scalar belongs): the lookup says so
 
 
@@ -472,8 +488,35 @@ def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
     return source if source.rows else None
 
 
+# Segment mode's combine block: sized for a sequence of a few segments (a ragged
+# batch's sequences span two or three shares; more are merged in turns).
+SEGMENT_COMBINE_PARTS = 2
+
+
+def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, batch_invariant: bool,
+                 split_len: int) -> int:
+    """The shares of segment mode (docs/spec.md section 7), 0 for splits: the narrow
+    kernel over a 16-bit cache, a sequence's rows in one tile, and a split the
+    dispatcher was free to choose (a ScalarArgs that chose num_partitions, no
+    num_partitions_in, not batch_invariant: a share depends on the whole batch).
+    One CTA an SM (the narrow kernel's shared memory), one share a CTA.
+    MLA_CUPY_SPLIT=partitions keeps the splits."""
+    choice = environment.get(environment.SPLIT) or "auto"
+    if choice not in SPLIT_CHOICES:
+        raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
+    if (choice == "partitions" or key.schedule is not Schedule.NARROW or records.is_byte_record(key.layout)
+            or tiling.grid_x != 1 or split_len or num_partitions_in is not None or batch_invariant
+            or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
+        return 0
+    return sm_count_of_current_device()
+
+
+SPLIT_CHOICES = ("auto", "partitions")
+
+
 def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx, scale,
-                       num_tokens, num_heads, window, split_len=0) -> dict:
+                       num_tokens, num_heads, window, split_len=0, segment_ctas=0, segment_batch=0,
+                       seg_info=None) -> dict:
     """The decode kernel's arguments by ABI name (abi.DECODE): ``given`` the
     call's array addresses by ABI name (None = null), ``work`` the workspace's
     (o_part, lse_part); ``sparse`` is validate.SparseArgs or None (dense)."""
@@ -482,7 +525,8 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         given, **work, num_heads=num_heads, num_layers=kv.num_layers, layer_idx=layer_idx,
         page_size=kv.page_size, lookup_stride=kv.lookup_table.shape[1], window=window,
         num_tokens=num_tokens, scale_log2=scale * LOG2E, group_rows=tiling.group_rows,
-        group_tiles=tiling.group_tiles, split_len=split_len,
+        group_tiles=tiling.group_tiles, split_len=split_len, segment_ctas=segment_ctas,
+        segment_batch=segment_batch, seg_info=seg_info,
         indices_stride=sparse.indices_stride if sparse is not None else 0,
         extra_stride=sparse.extra_indices_stride if sparse is not None else 0,
         main_rows_total=kv.num_blocks * kv.page_size,
@@ -492,11 +536,13 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         kv_box_rows=0, kv_map=NO_MAP)   # KernelLaunch's kv_map_source sets them for TMA kernels
 
 
-def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_partitions) -> dict:
+def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_partitions, seg_info=None,
+                        segment_rows=0) -> dict:
     """The combine kernel's arguments by ABI name (abi.COMBINE)."""
     return dict({name: given[name] for name in ("attn_sink", "input_row_offsets", "scalar_args",
                                                 "out", "lse")},
-                **work, num_heads=num_heads, num_tokens=num_tokens, num_partitions=num_partitions)
+                **work, num_heads=num_heads, num_tokens=num_tokens, num_partitions_in=num_partitions,
+                seg_info=seg_info, segment_rows=segment_rows)
 
 
 def _on_device(device_id: int):

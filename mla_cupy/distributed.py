@@ -463,7 +463,8 @@ class ContextParallel:
                     input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),
                     scalar_args=local.scalar_args.buffer, out=to_cupy(out, "out"),
                     lse=None if lse is None else to_cupy(lse, "lse"),
-                    num_heads=num_heads, num_tokens=num_tokens, num_partitions=world)))
+                    num_heads=num_heads, num_tokens=num_tokens, num_partitions_in=world,
+                    seg_info=None, segment_rows=0)))
         return (out, lse) if return_lse else out
 
     # -------------------------------------------------------------- buffers

@@ -34,6 +34,9 @@ class ScalarArgs:
     num_partitions: int
     batch_invariant: bool = False   # the split does not depend on the batch (§10)
     split_len: int = 0              # keys per split (batch_invariant), 0: by num_partitions
+    # num_partitions was chosen here (not given): the dispatcher may run the narrow
+    # kernel's equal shares instead (segment mode, docs/spec.md section 7)
+    split_chosen: bool = False
 
     def update(self, batch_size: int, q_max_seq_len: int | None = None, stream=None) -> "ScalarArgs":
         """Rewrite the device buffer in place (same address, so a captured
@@ -88,6 +91,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
         num_partitions = batch_invariant_partitions(key_axis_bound(
             q_max_seq_len, max_cache_length, sparse_mla=sparse_mla, indices_stride=indices_stride,
             extra_indices_stride=extra_indices_stride, tokens_per_cta=tokens, window=window), window)
+    split_chosen = num_partitions is None
     if num_partitions is None:
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
@@ -103,7 +107,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     if (host < 0).any():
         raise ValueError(f"batch_size/q_max_seq_len: expected ints >= 0, got ({batch_size}, {q_max_seq_len})")
     return ScalarArgs(_upload(host), int(batch_size), int(q_max_seq_len), int(num_partitions),
-                      batch_invariant, split_len)
+                      batch_invariant, split_len, split_chosen)
 
 
 def _upload(host: np.ndarray):

@@ -150,6 +150,42 @@ def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_si
         assert variants and all(v.endswith("_hopper_narrow") for v in variants), (variants, case.describe())
 
 
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300), ("null", -1)])
+def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
+    """The narrow kernel's equal shares of the batch's tiles (split chosen by the
+    dispatcher): ragged lengths with sequences spread over several shares, many
+    short sequences in one share, empty sequences (s_q 0), one-key caches, a single
+    long sequence over every share, fewer tiles than CTAs, up to 32 rows (the 32-row
+    tile); unused cache slots and the workspace hold NaN.  The launch is checked to
+    be segment mode (grid (1, SMs, 1)), and forcing the splits gives the same
+    answer within the tolerance."""
+    from mla_cupy import dispatch
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setattr(dispatch, "_workspaces", {})
+    batches = [
+        (16, [1] * 24, list(rng.integers(1, 20000, 24)), {}),
+        (16, [1, 0, 1, 1] * 50, list(rng.choice([0, 1, 63, 64, 65, 700], 200)), {}),
+        (16, [1] * 300, list(rng.choice([1, 5, 64, 200, 3000], 300)), {}),   # two rounds of the scan
+        (16, [1], [150000], {}),
+        (8, [2, 1, 0, 4], [5, 0, 77, 3], {}),                        # fewer tiles than CTAs
+        (32, [1] * 9, list(rng.integers(1, 9000, 9)), dict(d_qk=512)),
+        (16, [2, 1, 2], [3000, 17, 9000], dict(dtype=np.float16)),   # 32 rows
+    ]
+    for num_heads, seq_lens, cache_lens, kw in batches:
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=num_heads,
+                         page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window, sink="random",
+                         **kw)
+        _check(case)
+        plans = list(dispatch._eager_plans.values())
+        assert plans and all(p.variant.endswith("_hopper_narrow") and p.decode.grid[0] == 1
+                             and p.decode.grid[2] == 1 and p.decode.grid[1] > 1 for p in plans), \
+            ([(p.variant, p.decode.grid) for p in plans], case.describe())
+        monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
+        _check(case)
+        monkeypatch.delenv("MLA_CUPY_SPLIT")
+
+
 @pytest.mark.parametrize("num_heads,layout", [(16, "bf16"), (128, "bf16"), (128, "fp8_ds_mla")])
 def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads, layout):
     """The Hopper kernels hand grid z the sequence of rank z by length

@@ -529,6 +529,47 @@ def test_the_model_shows_how_many_slots_the_narrow_ring_needs():
     assert run(4, 9, warpgroups, 10) == "ok"
 
 
+def narrow_math_segments(chunks, v_chunks, seg_tiles, release_last=True):
+    """Warpgroup 0 in segment mode: each segment's tiles as narrow_math's, its ring
+    places continuing the previous segment's; at a segment's end O^T of its last
+    tile retires and frees that tile's V chunks (release_last)."""
+    def math(n, slots):
+        base = 0
+        for nt in seg_tiles:
+            for j in range(nt):
+                if j >= 1:
+                    for c in range(v_chunks):
+                        yield "marrive", ("nempty", ((base + j - 1) * chunks + c) % slots), None
+                for c in range(chunks):
+                    at = (base + j) * chunks + c
+                    yield "mwait", ("nfull", at % slots), at // slots
+                for c in range(v_chunks, chunks):
+                    yield "marrive", ("nempty", ((base + j) * chunks + c) % slots), None
+            if release_last and nt and base + nt < sum(seg_tiles):
+                for c in range(v_chunks):
+                    yield "marrive", ("nempty", ((base + nt - 1) * chunks + c) % slots), None
+            base += nt
+    return math
+
+
+SEGMENT_LISTS = [[3, 1, 4], [1] * 7, [5, 5], [2, 9, 1]]
+
+
+@pytest.mark.parametrize("seg_tiles", SEGMENT_LISTS)
+@pytest.mark.parametrize("slots", [18, 25])
+def test_narrow_segments_neither_hang_nor_lap(seg_tiles, slots):
+    warpgroups = (narrow_math_segments(9, 8, seg_tiles), narrow_loader(9))
+    assert run(sum(seg_tiles), slots, warpgroups, 10) == "ok"
+
+
+def test_the_model_catches_a_segment_that_keeps_its_last_tiles_slots():
+    """Session 12's first segment-mode kernel freed a segment's last V chunks only
+    at the next tile of the same segment, so the loader, a ring later, waited for
+    them forever (the H200 run hung on 24 sequences; the small checks passed)."""
+    warpgroups = (narrow_math_segments(9, 8, [1] * 7, release_last=False), narrow_loader(9))
+    assert run(7, 25, warpgroups, 10).startswith("deadlock")
+
+
 def test_the_model_catches_a_narrow_loader_that_does_not_wait_for_empty():
     def eager_loader(n, slots):
         for at in range(n * 9):

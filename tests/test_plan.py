@@ -317,7 +317,8 @@ def test_programmatic_launch_config(monkeypatch):
     launch = plan_mod.KernelLaunch(abi.COMBINE, None, 0x1234, (16, 4), (128,), 0,
                                    dict(o_part=8, lse_part=16, attn_sink=None, input_row_offsets=24,
                                         scalar_args=32, out=40, lse=None, num_heads=16, num_tokens=4,
-                                        num_partitions=3), "driver", programmatic=True)
+                                        num_partitions_in=3, seg_info=None, segment_rows=0), "driver",
+                          programmatic=True)
     monkeypatch.setattr(plan_mod, "_launch_kernel_ex", fake_launch_ex)
     launch.launch(0xabc)
     launch.launch(0)
@@ -355,7 +356,8 @@ def test_driver_binding_of_the_programmatic_launch(monkeypatch):
     launch = plan_mod.KernelLaunch(abi.COMBINE, None, 0x1234, (16, 4), (128,), 0,
                                    dict(o_part=8, lse_part=16, attn_sink=None, input_row_offsets=24,
                                         scalar_args=32, out=40, lse=None, num_heads=16, num_tokens=4,
-                                        num_partitions=3), "driver", programmatic=True)
+                                        num_partitions_in=3, seg_info=None, segment_rows=0), "driver",
+                          programmatic=True)
     launch.launch(0xabc)
     launch.launch(0xabc)
     f = lib.cuLaunchKernelEx

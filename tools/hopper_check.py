@@ -68,7 +68,8 @@ def correctness(quick: bool, schedule: str) -> int:
         kw.setdefault("sink", "random" if rng.random() < 0.3 else None)
         case = testing.make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, mask=mask,
                                  window=window, **kw)
-        for p in (1, int(rng.integers(2, 9))):
+        # P None: the dispatcher's split (the narrow kernel: equal shares, segment mode)
+        for p in (None, 1, int(rng.integers(2, 9))):
             cmp, *_ = testing.check_case(case, num_partitions=p)   # with lse and lse=None
             fails += not cmp.ok
             print(f"{'PASS' if cmp.ok else 'FAIL'} case {i} P={p} {case.describe()}: {cmp.message}",
