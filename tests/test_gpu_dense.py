@@ -178,9 +178,9 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
                          **kw)
         _check(case)
         plans = list(dispatch._eager_plans.values())
-        assert plans and all(p.variant.endswith("_hopper_narrow") and p.decode.grid[0] == 1
-                             and p.decode.grid[2] == 1 and p.decode.grid[1] > 1 for p in plans), \
-            ([(p.variant, p.decode.grid) for p in plans], case.describe())
+        assert plans and all(p.variant.endswith("_hopper_narrow") and p.grid[0] == 1
+                             and p.grid[2] == 1 and p.grid[1] > 1 for p in plans), \
+            ([(p.variant, p.grid) for p in plans], case.describe())
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
         _check(case)
         monkeypatch.delenv("MLA_CUPY_SPLIT")

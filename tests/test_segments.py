@@ -8,19 +8,42 @@ import numpy as np
 import pytest
 
 
+SEGMENT_CUT_TILES = 8   # sequence.cuh.j2
+
+
+def shares_plan(tiles, grid):
+    """(units, shares, pieces): sequence_shares' cut, the same in every CTA; pieces
+    0 for the equal cut, else P pieces a sequence (the aligned cut)."""
+    total, batch = sum(tiles), len(tiles)
+    if total == 0:
+        return 0, 0, 0
+    most, fewest = max(tiles), min(n for n in tiles if n > 0)
+    p = min(grid // batch, fewest) if batch <= grid else 1
+    eq_shares, al_shares = min(grid, total), min(grid, batch * p)
+    aligned = -(-batch * p // al_shares) * -(-most // p) <= -(-total // eq_shares) + SEGMENT_CUT_TILES
+    return (batch * p, al_shares, p) if aligned else (total, eq_shares, 0)
+
+
 def shares_walk(tiles, grid, c):
     """CTA c's segments: (sequence, t0, t1, partial id, partials or 0), as the kernel
     computes them."""
-    total = sum(tiles)
-    shares = min(grid, total)
+    units, shares, pieces = shares_plan(tiles, grid)
     if c >= shares:
         return []
-    pos, hi = c * total // shares, (c + 1) * total // shares
-    # the sequence holding tile pos (sequence_shares' scan)
-    before, u = 0, 0
-    while before + tiles[u] <= pos:
-        before += tiles[u]
-        u += 1
+    x0, x1 = c * units // shares, (c + 1) * units // shares
+    starts = [0]
+    for n in tiles:
+        starts.append(starts[-1] + n)              # tiles before sequence u
+    if pieces:
+        def tile_of(x):
+            u = x // pieces
+            return starts[u] + (x % pieces) * tiles[u] // pieces if u < len(tiles) else starts[-1]
+        pos, hi, u = tile_of(x0), tile_of(x1), x0 // pieces
+    else:
+        pos, hi, u = x0, x1, 0
+        while starts[u + 1] <= pos:
+            u += 1
+    before = starts[u]
     out = []
     while pos < hi and u < len(tiles):
         n = tiles[u]
@@ -28,15 +51,16 @@ def shares_walk(tiles, grid, c):
             u += 1
             continue
         t0, t1 = pos - before, min(n, hi - before)
+        seq = u
         pos = before + t1
         if t1 == n:
             before += n
             u += 1
         parts = 0
         if t0 == 0:
-            end = before if pos == before else before + n
-            parts = (end * shares - 1) // total - c + 1
-        out.append((u - 1 if t1 == n else u, t0, t1, c + (u - 1 if t1 == n else u), parts))
+            end = (seq + 1) * pieces if pieces else (before if pos == before else before + n)
+            parts = (end * shares - 1) // units - c + 1
+        out.append((seq, t0, t1, c + seq, parts))
     return out
 
 
@@ -63,10 +87,16 @@ def check_batch(tiles, grid):
         assert all(0 <= p < grid + len(tiles) - 1 for p in ids[u])
         whole = parts == 1
         assert whole == any(t0 == 0 and t1 == n for (v, t0, t1, _, _) in segs if v == u)
-    # every share's work differs from the mean by less than a tile
     per_cta = [sum(t1 - t0 for (_, t0, t1, _, _) in shares_walk(tiles, grid, c)) for c in range(grid)]
     busy = [w for w in per_cta if w]
-    assert max(busy) - min(busy) <= 1
+    equal_share = -(-sum(tiles) // min(grid, sum(tiles)))
+    if shares_plan(tiles, grid)[2]:
+        # aligned: no share past the equal one by more than a cut's cost
+        assert max(busy) <= equal_share + SEGMENT_CUT_TILES
+    else:
+        # equal: every share's work differs from the mean by less than a tile
+        assert max(busy) - min(busy) <= 1
+    return segs
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -86,6 +116,36 @@ def test_fewer_tiles_than_ctas_leaves_no_gap_between_a_sequences_partials():
     check_batch([3, 1, 2], 132)
     check_batch([1] * 200, 132)
     check_batch([500], 132)
+
+
+def test_an_even_batch_runs_whole_sequences_and_a_ragged_one_equal_shares():
+    """128 sequences of 128 tiles on 132 CTAs: equal shares would be 125 tiles with a
+    cut in nearly every share; the aligned cut runs each sequence whole in its own CTA
+    (no partial, no combine work).  8 sequences: 16 pieces each, as split mode's P=16.
+    A ragged batch (one long sequence) takes the equal cut."""
+    segs = check_batch([128] * 128, 132)
+    assert shares_plan([128] * 128, 132) == (128, 128, 1)
+    assert all(t0 == 0 and t1 == 128 and parts == 1 for (_, t0, t1, _, parts) in segs)
+    assert shares_plan([128] * 8, 132) == (128, 128, 16)
+    ragged = [128] * 100 + [2000]
+    assert shares_plan(ragged, 132)[2] == 0
+    check_batch(ragged, 132)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_near_even_batches_cover_every_tile_once(seed):
+    """Lengths within a few tiles of each other, empty sequences among them: the
+    aligned cut (pieces of unequal sizes, shares holding only empty pieces)."""
+    rng = np.random.default_rng(1000 + seed)
+    batch = int(rng.integers(1, 300))
+    base = int(rng.choice([1, 3, 16, 128, 400]))
+    tiles = [int(x) for x in base + rng.integers(0, 4, size=batch)]
+    for u in rng.choice(batch, size=int(rng.integers(0, min(batch, 5) + 1)), replace=False):
+        tiles[u] = 0
+    if not any(tiles):
+        tiles[0] = 1
+    for grid in (1, 2, 7, 132, 1000):
+        check_batch(tiles, grid)
 
 
 # ---- the dispatcher's choice (no GPU: testing.stub_device) ----
