@@ -272,7 +272,7 @@ def _build_plan(
         if combine is not None:
             combine_launch = KernelLaunch(
                 abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens),
-                (combine_threads(SEGMENT_COMBINE_PARTS if segments else num_partitions),),
+                (combine_threads(max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else num_partitions),),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=num_partitions, seg_info=seg_info,
                                        segment_rows=key.tile_rows if segments else 0), mode,
@@ -488,8 +488,10 @@ def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
     return source if source.rows else None
 
 
-# Segment mode's combine block: sized for a sequence of a few segments (a ragged
-# batch's sequences span two or three shares; more are merged in turns).
+# Segment mode's combine block: sized for the partials a sequence has, at least a
+# few (a ragged batch's sequences span two or three equal shares), and as many as
+# the split the host chose (an even batch's aligned cut gives each sequence about
+# that many pieces: 16 for 8 sequences of 8K keys); more are merged in turns.
 SEGMENT_COMBINE_PARTS = 2
 
 

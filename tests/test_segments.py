@@ -156,14 +156,14 @@ from mla_cupy.testing import stub_device  # noqa: E402
 B, T = 3, 3
 
 
-def _launch(num_heads, chosen=True, page_size=64, **kw):
+def _launch(num_heads, chosen=True, page_size=64, num_partitions=2, **kw):
     with stub_device() as launches:
         kv = PagedKVCollection(F((5, 1, page_size, 576), "bfloat16"), F((B, 4), np.int32), F((B,), np.int32),
                                page_size, max_cache_length=200)
         generic_flare_mla_decode_kv_cache_ragged(
             q=F((T, num_heads, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
             layer_idx=0, scale=0.1, output=F((T, num_heads, 512), "bfloat16"),
-            scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 1, 2, split_chosen=chosen), **kw)
+            scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 1, num_partitions, split_chosen=chosen), **kw)
         return list(launches)
 
 
@@ -179,6 +179,20 @@ def test_the_narrow_kernel_takes_equal_shares_when_the_split_is_its_to_choose(mo
     assert slot[abi.DECODE.slot("seg_info")] == lse_part + 4 * (132 + B - 1) * 16
     assert combine.slots[abi.COMBINE.slot("seg_info")] == slot[abi.DECODE.slot("seg_info")]
     assert combine.slots[abi.COMBINE.slot("segment_rows")] == 16 and combine.programmatic
+
+
+@pytest.mark.parametrize("num_partitions", [1, 2, 16, 64])
+def test_the_segment_combine_has_threads_for_the_split_the_host_chose(monkeypatch, num_partitions):
+    """An even batch's aligned cut gives a sequence about the host's P pieces (16 for
+    8 sequences of 8K keys): the combine block holds as many partials' groups as a
+    split combine of that P would, and no fewer than two partials' worth."""
+    from mla_cupy.render import combine_threads
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, combine = _launch(16, num_partitions=num_partitions)
+    assert decode.grid == (1, 132, 1)
+    assert combine.block[0] == combine_threads(max(2, num_partitions))
+    assert combine_threads(16) > combine_threads(2)
 
 
 @pytest.mark.parametrize("case", ["given split", "env partitions", "ring", "num_partitions_in"])
