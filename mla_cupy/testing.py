@@ -678,6 +678,22 @@ def run_gpu(case: Case, *, return_lse=True, num_partitions=None, **decode_kwargs
     return out.get().astype(np.float32), None if lse is None else lse.get()
 
 
+def assert_schedule_ran(plans, suffix: str, describe: str = "") -> bool:
+    """The plans a test's calls built ran the kernels of the Hopper schedule whose
+    variant names end in ``suffix`` (a schedule forced by MLA_CUPY_HOPPER_SCHEDULE,
+    or the one auto picks), or, where MLA_CUPY_BACKEND=portable forces the portable
+    family, portable kernels only: a schedule never overrides the backend.  Returns
+    whether the Hopper kernels ran."""
+    from .variants import resolve_backend
+    names = {plan.variant for plan in plans}
+    assert names, f"no call was planned: {describe}"
+    if resolve_backend() == "portable":
+        assert not any("_hopper" in v for v in names), (names, describe)
+        return False
+    assert all(v.endswith(suffix) for v in names), (names, describe)
+    return True
+
+
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
     """How far a kernel's result may be from the reference (:func:`tolerance`)."""

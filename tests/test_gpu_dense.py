@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from mla_cupy.testing import (check_against_reference, compare, fill_nan, make_case, nan_filled,
+from mla_cupy.testing import (assert_schedule_ran, check_against_reference, compare, fill_nan, make_case, nan_filled,
                               nan_workspace, reference, run_gpu, to_torch, tolerance_for)
 from strategies import dense_cases
 
@@ -104,9 +104,8 @@ def test_narrow_schedule(compiled_kernels, rng, monkeypatch, page_size, mask, wi
     NaN), D_qk 512 and fp16, sinks, every split count.  The launched variant is
     checked to be the narrow kernel, or the portable one where MLA_CUPY_BACKEND
     forces it (the schedule must not override the backend)."""
-    from mla_cupy import dispatch, variants as variants_mod
+    from mla_cupy import dispatch
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
-    portable = variants_mod.resolve_backend() == "portable"
     for num_heads, seq_lens, kw in ((16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], dict(d_qk=512)),
                                     (1, [2, 3, 1, 1], dict(dtype=np.float16)), (16, [1], dict(d_qk=512)),
                                     (32, [1, 1, 0, 1], {}), (16, [2, 1, 0, 2], dict(dtype=np.float16)),
@@ -117,11 +116,7 @@ def test_narrow_schedule(compiled_kernels, rng, monkeypatch, page_size, mask, wi
                          sink="random", num_layers=2, layer_idx=1, **kw)
         for p in (1, 3):
             _check(case, num_partitions=p)
-        variants = {plan.variant for plan in dispatch._eager_plans.values()}
-        if portable:
-            assert variants and not any("_hopper" in v for v in variants), (variants, case.describe())
-        else:
-            assert variants and all(v.endswith("_hopper_narrow") for v in variants), (variants, case.describe())
+        assert_schedule_ran(dispatch._eager_plans.values(), "_hopper_narrow", case.describe())
 
 
 @pytest.mark.parametrize("layout", ["fp8_ds_mla", "fp8"])
@@ -146,19 +141,20 @@ def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_si
                          sink="random", num_layers=2, layer_idx=1, layout=layout, **kw)
         for p in (1, 3):
             _check(case, num_partitions=p)
-        variants = {plan.variant for plan in dispatch._eager_plans.values()}
-        assert variants and all(v.endswith("_hopper_narrow") for v in variants), (variants, case.describe())
+        assert_schedule_ran(dispatch._eager_plans.values(), "_hopper_narrow", case.describe())
 
 
 @pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300), ("null", -1)])
 def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
-    """The narrow kernel's equal shares of the batch's tiles (split chosen by the
-    dispatcher): ragged lengths with sequences spread over several shares, many
-    short sequences in one share, empty sequences (s_q 0), one-key caches, a single
-    long sequence over every share, fewer tiles than CTAs, up to 32 rows (the 32-row
-    tile); unused cache slots and the workspace hold NaN.  The launch is checked to
-    be segment mode (grid (1, SMs, 1)), and forcing the splits gives the same
-    answer within the tolerance."""
+    """The narrow kernel's shares of the batch's tiles (split chosen by the
+    dispatcher; kernels/common/sequence.cuh.j2): equal shares for ragged lengths,
+    with sequences spread over several shares, many short sequences in one share,
+    empty sequences (s_q 0), one-key caches, a single long sequence over every
+    share, fewer tiles than CTAs, up to 32 rows (the 32-row tile); the aligned cut
+    for even batches.  Unused cache slots and the workspace hold NaN.  The launch
+    is checked to be segment mode (grid (1, SMs, 1); the splits under
+    MLA_CUPY_BACKEND=portable), and forcing the splits gives the same answer
+    within the tolerance."""
     from mla_cupy import dispatch
     monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
     monkeypatch.setattr(dispatch, "_workspaces", {})
@@ -170,6 +166,11 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
         (8, [2, 1, 0, 4], [5, 0, 77, 3], {}),                        # fewer tiles than CTAs
         (32, [1] * 9, list(rng.integers(1, 9000, 9)), dict(d_qk=512)),
         (16, [2, 1, 2], [3000, 17, 9000], dict(dtype=np.float16)),   # 32 rows
+        # even batches, the aligned cut: 2 pieces a sequence; whole sequences a CTA
+        # (the combine leaves them alone); 16 pieces of each of 8 sequences
+        (16, [1] * 64, list(8000 + rng.integers(0, 100, 64)), {}),
+        (16, [1] * 132, [4000] * 132, {}),
+        (16, [1, 1, 0, 1, 1, 1, 1, 1, 1], [8191] * 9, {}),
     ]
     for num_heads, seq_lens, cache_lens, kw in batches:
         monkeypatch.setattr(dispatch, "_eager_plans", {})
@@ -178,9 +179,9 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
                          **kw)
         _check(case)
         plans = list(dispatch._eager_plans.values())
-        assert plans and all(p.variant.endswith("_hopper_narrow") and p.grid[0] == 1
-                             and p.grid[2] == 1 and p.grid[1] > 1 for p in plans), \
-            ([(p.variant, p.grid) for p in plans], case.describe())
+        if assert_schedule_ran(plans, "_hopper_narrow", case.describe()):   # (portable: the splits)
+            assert all(p.grid[0] == 1 and p.grid[2] == 1 and p.grid[1] > 1 for p in plans), \
+                ([(p.variant, p.grid) for p in plans], case.describe())
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
         _check(case)
         monkeypatch.delenv("MLA_CUPY_SPLIT")
