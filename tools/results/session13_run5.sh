@@ -20,7 +20,7 @@ for c in b128_h16_s8192 b8_h16_s8192; do
     echo "== $c $m" >> "$L"
     MLA_CUPY_SPLIT=$m timeout 60 ncu --metrics gpu__time_duration.sum --csv -k regex:"mla_" --launch-count 8 \
       python3 tools/bench.py $c --repeats 20 --check-seqs 1 --eager-calls 1 2>/dev/null \
-      | grep '"gpu__time_duration' | awk -F'","' '{print $5, $(NF)}' | tr -d '"' | cut -c1-90 >> "$L"
+      | grep '"gpu__time_duration' | awk -F'","' '{print $5, $9, $(NF)}' | tr -d '"' | cut -c1-90 >> "$L"
   done
 done
 cat "$L"
