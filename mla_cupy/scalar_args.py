@@ -117,7 +117,7 @@ def _upload(host: np.ndarray):
 
 # mla_decode's scalar buffers: num_partitions memoised per planning input
 # (bounded: max_cache_length moves every decode step), buffers per (device,
-# batch_size, q_max_seq_len, num_partitions).  A buffer is written once, never
+# batch_size, q_max_seq_len, num_partitions, whether P was chosen).  A buffer is written once, never
 # updated and never freed, so the graphs that captured it stay valid.
 _PARTITIONS_MAX = 4096
 _partitions: dict = {}
@@ -155,8 +155,11 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
                               extra_indices_stride=extra_indices_stride,
                               fold_shared_index=fold_shared_index, num_partitions=num_partitions,
                               window=window, backend=backend, batch_invariant=batch_invariant)
+    # split_chosen too: a buffer whose P the caller gave must not be handed to a call
+    # that left P to the dispatcher (nor the reverse): segment mode applies only to the
+    # latter (dispatch.segment_ctas)
     values = (device_id, sa.batch_size, sa.q_max_seq_len, sa.num_partitions, sa.batch_invariant,
-              sa.split_len)
+              sa.split_len, sa.split_chosen)
     with _shared_lock:
         sa = _shared.setdefault(values, sa)
         if key is not None:

@@ -244,6 +244,24 @@ def test_mla_decode_reuses_its_scalar_buffer(launches):
         mla_decode(q, kv, offsets, q_max_seq_len=True)
 
 
+def test_a_given_split_and_a_chosen_one_never_share_a_scalar_buffer(launches, monkeypatch):
+    """mla_decode memoises its ScalarArgs by value; a P the caller gave and the same
+    P chosen by the dispatcher are different buffers (split_chosen), so a call that
+    left P free takes segment mode even after one that pinned it (the H200 run
+    found test_segment_mode on the splits after another test pinned the same P),
+    and a pinned P is never overridden by segment mode."""
+    import mla_cupy.scalar_args as sa_module
+    monkeypatch.setattr(sa_module, "_shared", {})
+    monkeypatch.setattr(sa_module, "_partitions", {})
+    kw = dict(layout="bf16", backend=None)
+    chosen = sa_module.shared_scalar_args(B, 1, 200, 16, **kw)
+    given = sa_module.shared_scalar_args(B, 1, 200, 16, num_partitions=chosen.num_partitions, **kw)
+    assert chosen.split_chosen and not given.split_chosen and given is not chosen
+    assert given.num_partitions == chosen.num_partitions
+    assert sa_module.shared_scalar_args(B, 1, 200, 16, **kw) is chosen
+    assert sa_module.shared_scalar_args(B, 1, 200, 16, num_partitions=chosen.num_partitions, **kw) is given
+
+
 def test_import_does_not_import_torch():
     code = ("import sys, mla_cupy; mla_cupy.plan_decode; mla_cupy.DecodePlan; "
             "raise SystemExit(3 if 'torch' in sys.modules else 0)")
