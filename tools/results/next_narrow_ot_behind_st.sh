@@ -6,11 +6,12 @@
 # retires O^T(j - 1), rescales O and writes P^T (softmax_scores / softmax_publish).
 # Prediction (uncertain: the 32-row tile's bound is not profiled): DeepSeek h=32 s_q=1
 # ragged 235 -> ~215 us, h=16 ragged 184 -> ~178; b=128 h=16 within 2 us either way.
-# Usage (device, repository root): OUT=$OUT bash tools/results/next_narrow_ot_behind_st.sh
+# Usage (device, repository root): [ON_WALK=1] OUT=$OUT bash tools/results/next_narrow_ot_behind_st.sh
+#   ON_WALK=1: on next_narrow_walk_smem.patch (then no spill anywhere, nvcc 13 included)
 set -u
 export PYTHONPATH=.:tests PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"
-rm -rf /tmp/po && cp -r . /tmp/po && (cd /tmp/po && git apply tools/results/next_narrow_ot_behind_st.patch) \
+rm -rf /tmp/po && cp -r . /tmp/po && (cd /tmp/po && if [ "${ON_WALK:-0}" = 1 ]; then git apply tools/results/next_narrow_walk_smem.patch && git apply tools/results/next_narrow_ot_behind_st_on_walk.patch; else git apply tools/results/next_narrow_ot_behind_st.patch; fi) \
   || { echo "apply failed" >> "$L"; cat "$L"; exit 0; }
 C="ds_h32_sq1_ragged ds_h16_sq1_ragged ds_h16_sq2_ragged b128_h16_s8192 b8_h16_s8192 fp8_ds_mla_b128_h16_s8192"
 echo "== before (HEAD)" >> "$L"
