@@ -375,7 +375,7 @@ def format_row(row: dict, peer_names) -> str:
     if ours["status"] != "ok":
         text = f"{row['case']:36s} {ours['status'].upper()}: {ours.get('reason', '')}"
     else:
-        text = (f"{row['case']:36s} {split_label(ours):5s} {ours['us']:9.1f} us "
+        text = (f"{row['case']:36s} P={ours.get('num_partitions', '-'):>2} {ours['us']:9.1f} us "
                 f"{ours['tb_s']:5.2f} TB/s {ours['tflop_s']:6.1f} TFLOP/s {ours['roofline_pct']:5.1f}% "
                 f"| eager {ours['eager_us']:8.1f} host {ours['host_us']:6.1f}"
                 f"{'' if ours['ahead'] else ' (host not ahead)'}")
@@ -613,7 +613,7 @@ def ours(case, inputs, batch_invariant=False):
     (``batch_invariant``: the fixed split of docs/spec.md §10)."""
     import cupy
 
-    from .dispatch import generic_flare_mla_decode_kv_cache_ragged, plan_decode
+    from .dispatch import generic_flare_mla_decode_kv_cache_ragged
     from .scalar_args import pack_scalar_args
     kv = inputs.kv
     sa = pack_scalar_args(case.batch_size, case.q_len, kv.max_cache_length, case.num_heads,
@@ -634,23 +634,7 @@ def ours(case, inputs, batch_invariant=False):
     def result():
         call(with_lse=True)
         return out, lse
-    # what the call runs: the same arguments planned once (the entry point memoises
-    # the same plan), so a row names its kernel and split
-    plan = plan_decode(inputs.q, inputs.offsets, kv, 0, inputs.scale, out, sa, lse=lse, **kw)
-    return call, result, split_fields(plan)
-
-
-def split_fields(plan) -> dict:
-    """A row's record of what ran: the variant, the split count and segment mode's CTAs
-    (0: each sequence's keys split num_partitions ways)."""
-    return dict(num_partitions=plan.num_partitions, segments=plan.segments, variant=plan.variant)
-
-
-def split_label(entry: dict) -> str:
-    """The row's split column: ``S=132`` in segment mode, else ``P= 2``."""
-    if entry.get("segments"):
-        return f"S={entry['segments']:>3}"
-    return f"P={entry.get('num_partitions', '-'):>2}"
+    return call, result, dict(num_partitions=sa.num_partitions)
 
 
 # ------------------------------------------------------------------ check

@@ -290,7 +290,7 @@ def _build_plan(
                                 q_max_seq_len=q_max_seq_len, mask=mask, window=window, fold=fold)
 
     return DecodePlan(variant=key.name, decode=decode_launch, combine=combine_launch, noop=False,
-                      segments=segments, workspace=(o_part, lse_part) if o_part is not None else None,
+                      workspace=(o_part, lse_part) if o_part is not None else None,
                       precheck=precheck if full_check else None, **plan_args), ptrs, handle
 
 

@@ -261,13 +261,10 @@ class DecodePlan:
 
     def __init__(self, *, device_id: int, variant: str, num_partitions: int, decode, combine,
                  run_signatures: tuple, noop: bool, stream=None, refs=(), workspace=None,
-                 precheck=None, segments: int = 0):
+                 precheck=None):
         self.device_id = device_id
         self.variant = variant
         self.num_partitions = num_partitions
-        # segment mode's CTAs (docs/spec.md §7; the grid is (1, segments, 1)), 0 when
-        # each sequence's keys are split num_partitions ways
-        self.segments = segments
         self.noop = noop
         self._decode, self._combine = decode, combine
         self._launches = tuple(k for k in (decode, combine) if k is not None)
@@ -283,14 +280,12 @@ class DecodePlan:
 
     @property
     def grid(self):
-        """The decode kernel's grid (x: row tiles, y: num_partitions, z: batch_size; in
-        segment mode (1, segments, 1))."""
+        """The decode kernel's grid (x: row tiles, y: num_partitions, z: batch_size)."""
         return None if self._decode is None else self._decode.grid
 
     def __repr__(self):
-        split = f"segments={self.segments}" if self.segments else f"num_partitions={self.num_partitions}"
         return (f"DecodePlan({self.variant}, device={self.device_id}, grid={self.grid}, "
-                f"{split}{', noop' if self.noop else ''})")
+                f"num_partitions={self.num_partitions}{', noop' if self.noop else ''})")
 
     def run(self, q, output, lse=None, *, stream=None) -> None:
         """Launch the planned call on ``q`` and ``output`` (and ``lse``); see the class."""

@@ -215,28 +215,6 @@ def test_splits_stay_where_segment_mode_does_not_apply(monkeypatch, case):
     assert decode.slots[abi.DECODE.slot("seg_info")] == 0
 
 
-@pytest.mark.parametrize("split", ["auto", "partitions"])
-def test_a_plan_says_which_split_it_runs(monkeypatch, split):
-    """plan.segments (and the bench row built from it) name segment mode's CTAs, 0 for
-    the splits; the grid and the repr agree."""
-    from mla_cupy import bench, plan_decode
-    monkeypatch.setenv("MLA_CUPY_SPLIT", split)
-    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    with stub_device():
-        kv = PagedKVCollection(F((5, 1, 64, 576), "bfloat16"), F((B, 4), np.int32), F((B,), np.int32),
-                               64, max_cache_length=200)
-        plan = plan_decode(F((T, 16, 576), "bfloat16"), F((B + 1,), np.int32), kv, 0, 0.1,
-                           F((T, 16, 512), "bfloat16"), ScalarArgs(F((3,), np.int64), B, 1, 2, split_chosen=True))
-    fields = bench.split_fields(plan)
-    assert fields["variant"] == plan.variant and plan.variant.endswith("_m16_hopper_narrow")
-    if split == "auto":
-        assert plan.segments == 132 and plan.grid == (1, 132, 1) and "segments=132" in repr(plan)
-        assert fields["segments"] == 132 and bench.split_label(fields) == "S=132"
-    else:
-        assert plan.segments == 0 and plan.grid[1:] == (2, B) and "num_partitions=2" in repr(plan)
-        assert fields["segments"] == 0 and bench.split_label(fields) == "P= 2"
-
-
 def test_a_bad_split_choice_is_an_error_before_any_launch(monkeypatch):
     monkeypatch.setenv("MLA_CUPY_SPLIT", "shares")
     with pytest.raises(ValueError, match="MLA_CUPY_SPLIT: expected one of"):
