@@ -195,7 +195,7 @@ DECODE = Abi("mla_decode", (
     P("group_tiles", "int", "CTAs (row tiles) per row group (schedule.row_tiling)"),
     P("split_len", "int", "keys per split, rounded up to whole granules (batch_invariant); "
       "0: the key axis cut into num_partitions splits"),
-    P("segment_ctas", "int", "segment mode (narrow kernel): gridDim.y equal shares of the batch's key "
+    P("segment_ctas", "int", "segment mode (narrow kernel): gridDim.y shares of the batch's key "
       "tiles, each CTA's part of a sequence a segment (docs/spec.md section 7); 0: splits"),
     P("segment_batch", "int", "segment mode: the host's batch_size, which bounds the walk"),
     P("seg_info", "int*", "[T, 4] segment mode: per token its sequence's first partial, partials and "

@@ -86,8 +86,8 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
             return LaunchConfig(64, block_n, stages, 2, 256, smem)
         if key.schedule is Schedule.NARROW:
-            # Q (16 rows), `stages` slots of one 128-byte column chunk of a 64-key
-            # tile each (a full and an empty mbarrier each), P^T (16 rows of 64 keys),
+            # Q (the tile's 16 or 32 rows), `stages` slots of one 128-byte column chunk of
+            # a 64-key tile each (a full and an empty mbarrier each), P^T (the rows' 64 keys),
             # fp8 layouts' raw records of a tile (and their mbarrier), the row
             # reductions of 4 warps (mla_decode_narrow.cu.j2).
             return LaunchConfig(key.tile_rows, block_n, stages, 1, 256,

@@ -35,7 +35,7 @@ class ScalarArgs:
     batch_invariant: bool = False   # the split does not depend on the batch (§10)
     split_len: int = 0              # keys per split (batch_invariant), 0: by num_partitions
     # num_partitions was chosen here (not given): the dispatcher may run the narrow
-    # kernel's equal shares instead (segment mode, docs/spec.md section 7)
+    # kernel's shares of the batch's tiles instead (segment mode, docs/spec.md section 7)
     split_chosen: bool = False
 
     def update(self, batch_size: int, q_max_seq_len: int | None = None, stream=None) -> "ScalarArgs":

@@ -48,9 +48,10 @@ class Schedule(str, enum.Enum):
     warpgroup 1 loads (every variant the family covers).  ``seesaw``: the two
     warpgroups alternate 64-key tiles loaded by TMA, each computing the S and
     softmax of its own (dense bf16/fp16 caches; kernels/hopper/).  ``narrow``:
-    row groups of 16 rows or fewer with the keys as the MMA's M (S^T = K Q^T,
-    O^T = V^T P^T), so the tensor cores do 16 rows' work instead of a padded
-    64-row tile's (dense bf16/fp16 caches, 16-row tiles)."""
+    16- or 32-row tiles with the keys as the MMA's M (S^T = K Q^T, O^T = V^T P^T),
+    so the tensor cores do those rows' work instead of a padded 64-row tile's
+    (dense bf16/fp16 caches by TMA; fp8 / fp8_ds_mla records, dense or sparse, through
+    a producer warpgroup)."""
     RING = "ring"
     SEESAW = "seesaw"
     NARROW = "narrow"
@@ -226,7 +227,7 @@ def check(key: DecodeKey) -> None:
         raise ValueError(f"tile_rows: expected one of {TILE_ROWS}, got {key.tile_rows}")
     if key.backend is Backend.HOPPER and not hopper_supports(key):
         raise ValueError(f"the hopper backend covers bf16/fp16 caches (dense or sparse) with 64-row tiles "
-                         f"(16-row for the narrow schedule), got {key.layout.value} {key.sparsity.value} "
+                         f"(16- or 32-row for the narrow schedule), got {key.layout.value} {key.sparsity.value} "
                          f"tile_rows={key.tile_rows} schedule={key.schedule.value}")
     if key.schedule is Schedule.SEESAW and not seesaw_supports(key):
         raise ValueError(f"the seesaw schedule is a hopper kernel of dense bf16/fp16 caches, got "
