@@ -175,14 +175,20 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     return block_n, stages
 
 
+# The narrow kernel's segment walks (2 roles x 2 buffers) and split mode's segment, in
+# shared memory over 16-bit caches (mla_decode_narrow.cu.j2 asserts they fit).
+NARROW_WALK_BYTES = 320
+
+
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
     """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
-    of a tile and their mbarrier (fp8 layouts), the row reductions, the alignment."""
+    of a tile and their mbarrier (fp8 layouts), the row reductions, the segment walks
+    (16-bit caches), the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
     keytok = 4 * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # KEYTOK_TILES tiles of int2
     return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 if raw else 0)
-            + 4 * rows * 4 + keytok + 1024)
+            + 4 * rows * 4 + keytok + (0 if raw else NARROW_WALK_BYTES) + 1024)
 
 
 @functools.lru_cache(maxsize=1)
@@ -244,7 +250,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
-        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes)
+        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
