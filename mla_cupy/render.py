@@ -89,8 +89,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             # Q (the tile's 16 or 32 rows), `stages` slots of one 128-byte column chunk of
             # a 64-key tile each (a full and an empty mbarrier each), P^T (the rows' 64 keys),
             # fp8 layouts' raw records of a tile (and their mbarrier), the row
-            # reductions of 4 warps (mla_decode_narrow.cu.j2).
-            return LaunchConfig(key.tile_rows, block_n, stages, 1, 256,
+            # reductions of 4 warps (mla_decode_narrow.cu.j2).  Threads: the math
+            # warpgroups, then the loading warp's (or the producer's) warpgroup.
+            return LaunchConfig(key.tile_rows, block_n, stages, 1, 128 * (narrow_consumers(key) + 1),
                                 _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
         # P words and row factors of 128 threads, an mbarrier per buffer for
         # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
@@ -175,9 +176,17 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     return block_n, stages
 
 
-# The narrow kernel's segment walks (2 roles x 2 buffers) and split mode's segment, in
-# shared memory over 16-bit caches (mla_decode_narrow.cu.j2 asserts they fit).
-NARROW_WALK_BYTES = 320
+# The narrow kernel's segment walks (the loader and up to two math warpgroups, two
+# buffers each) and split mode's segment, in shared memory over 16-bit caches
+# (mla_decode_narrow.cu.j2 asserts they fit).
+NARROW_WALK_BYTES = 416
+
+
+def narrow_consumers(key: DecodeKey) -> int:
+    """Math warpgroups of a narrow kernel: two of 16 rows for a 32-row tile over 16-bit
+    caches (one's MMAs run under the other's softmax); fp8 layouts keep one (their
+    producer warpgroup takes the fourth warpgroup's registers)."""
+    return 2 if key.tile_rows == 32 and not records.is_byte_record(key.layout) else 1
 
 
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
@@ -250,7 +259,8 @@ def decode_template_values(key: DecodeKey) -> dict:
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
-        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES)
+        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
+        consumers=narrow_consumers(key), wg_rows=key.tile_rows // narrow_consumers(key))
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
