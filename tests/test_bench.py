@@ -490,3 +490,44 @@ def test_peer_that_raises_is_na_and_the_run_goes_on(monkeypatch):
     assert row["impls"]["raising"] == dict(status="n/a",
                                            reason="RuntimeError: Only head_size_v == 512 is supported")
     assert row["impls"]["mla_cupy"]["status"] == "ok"
+
+
+# ---- tools/kernel_times.py: ncu's CSV, summarised per kernel ----
+
+def _kernel_times():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "kernel_times.py")
+    spec = importlib.util.spec_from_file_location("kernel_times", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NCU_CSV = '''==PROF== Connected to process 1082
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1082","python3.12","127.0.0.1","mla_decode_bf16_causal_dense_fold0_m16_hopper_narrow(long long, int)","1","7","(256, 1, 1)","(1, 132, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","181,200"
+"1","1082","python3.12","127.0.0.1","mla_combine_bf16(long long)","1","7","(256, 1, 1)","(16, 64, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","7.10"
+"2","1082","python3.12","127.0.0.1","mla_decode_bf16_causal_dense_fold0_m16_hopper_narrow(long long, int)","1","7","(256, 1, 1)","(1, 132, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","msecond","0.1796"
+==PROF== Disconnected from process 1082
+'''
+
+
+def test_kernel_times_reads_ncu_csv_in_any_time_unit():
+    kt = _kernel_times()
+    times = kt.summarise(NCU_CSV)
+    decode = "mla_decode_bf16_causal_dense_fold0_m16_hopper_narrow"
+    assert sorted(times) == ["mla_combine_bf16", decode]
+    assert times[decode] == pytest.approx([181.2, 179.6])
+    assert times["mla_combine_bf16"] == pytest.approx([7.1])
+    line = kt.format_summary("ds_h16_sq1_ragged", times)[0]
+    assert "n=  2" in line and "median    180.4 us" in line and "best    179.6" in line
+    assert kt.summarise("no profile\n") == {}
+
+
+def test_kernel_times_refuses_an_unknown_unit_and_case():
+    kt = _kernel_times()
+    with pytest.raises(ValueError, match="unit"):
+        kt.summarise(NCU_CSV.replace('"usecond"', '"cycle"'))
+    with pytest.raises(ValueError, match="CASE"):
+        kt.main(["no_such_case"])

@@ -1,0 +1,96 @@
+"""Each kernel's GPU time in a call of `mla-cupy bench`'s named cases, by Nsight Compute.
+
+    PYTHONPATH=. python3 tools/kernel_times.py CASE [CASE ...] [--calls 10] [--ncu ncu]
+
+Where a call's time goes between the decode and the combine: every call of a case runs
+under `ncu --clock-control none` (the GPU's own clocks, not ncu's locked base clock, so an
+SM-bound kernel is not made slower than a memory-bound one), `--cache-control all` (L2
+flushed before each kernel) and serialised (no programmatic dependent launch overlap).
+Only `mla_decode_*` and `mla_combine_*` kernels are profiled.  The bench's own timer is not
+used: its head-of-queue spin kernel waits seconds under ncu (session 14 lost a call to it).
+
+Prints, per case and kernel, the median and the best of `--calls` calls, in µs.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import statistics
+import subprocess
+import sys
+
+KERNELS = "regex:mla_(decode|combine)"
+
+
+def summarise(csv_text: str) -> dict[str, list[float]]:
+    """Kernel name (without its parameter list) -> the durations (µs) of its launches,
+    from `ncu --csv --metrics gpu__time_duration.sum` output (ns, or us / ms by unit)."""
+    rows = list(csv.reader(line for line in csv_text.splitlines() if line.startswith('"')))
+    if not rows:
+        return {}
+    head = rows[0]
+    name_at, unit_at, value_at = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
+    scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rows[1:]:
+        if len(r) <= max(name_at, unit_at, value_at):
+            continue
+        unit = r[unit_at].strip()
+        if unit not in scale:
+            raise ValueError(f"ncu metric unit: expected one of {sorted(scale)}, got {unit!r}")
+        times[r[name_at].split("(")[0]].append(float(r[value_at].replace(",", "")) * scale[unit])
+    return dict(times)
+
+
+def format_summary(case: str, times: dict[str, list[float]]) -> list[str]:
+    return [f"{case:26s} {name[:64]:64s} n={len(v):3d} median {statistics.median(v):8.1f} us  "
+            f"best {min(v):8.1f}" for name, v in times.items()]
+
+
+def child(case_name: str, calls: int) -> None:
+    """The profiled process: one warm-up call, then `calls` calls, each synchronised."""
+    import cupy
+
+    from mla_cupy import bench
+    case = bench.NAMED_CASES[case_name]
+    inputs = bench.build_inputs(case)
+    call, _, _ = bench.ours(case, inputs)
+    call()
+    cupy.cuda.Device().synchronize()
+    for _ in range(calls):
+        call()
+        cupy.cuda.Device().synchronize()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/kernel_times.py", description=__doc__.splitlines()[0])
+    ap.add_argument("cases", nargs="*", metavar="CASE")
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--ncu", default="ncu")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        child(a.child, a.calls)
+        return 0
+    from mla_cupy import bench
+    for name in a.cases:
+        if name not in bench.NAMED_CASES:
+            raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
+    if a.calls < 1:
+        raise ValueError(f"--calls: expected at least 1, got {a.calls}")
+    for name in a.cases:
+        cmd = [a.ncu, "--clock-control", "none", "--cache-control", "all", "--csv",
+               "--metrics", "gpu__time_duration.sum", "--kernel-name", KERNELS,
+               sys.executable, __file__, "--child", name, "--calls", str(a.calls)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        times = summarise(done.stdout)
+        if done.returncode != 0 or not times:
+            print(f"{name}: ncu exit {done.returncode}\n{done.stderr[-2000:]}", file=sys.stderr)
+            continue
+        print("\n".join(format_summary(name, times)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
