@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Prepared in session 14 for the next session's first device call (carry [".bisect"], built
+# by the local prep line in next_m32_bisect.sh).  Two questions, one call:
+# (1) the 32-row regression (next_m32_bisect.sh: HEAD auto / ring / splits and the narrow tile
+#     at four older commits, two rounds);
+# (2) where a call's time goes, decode and combine apart, at the GPU's own clocks
+#     (tools/kernel_times.py, its first H200 run: check its numbers against bench's first).
+set -u
+export PYTHONUNBUFFERED=1
+T0=$SECONDS
+PYTHONPATH=. timeout 100 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 > $OUT/warm.txt
+OUT=$OUT timeout 330 bash tools/results/next_m32_bisect.sh > /dev/null 2>&1
+echo "[t=$((SECONDS-T0))s] bisect exit $?" >> $OUT/log.txt
+PYTHONPATH=. timeout $((560 - (SECONDS - T0))) python3 tools/kernel_times.py ds_h32_sq1_uniform \
+  ds_h32_sq1_ragged ds_h16_sq1_ragged b8_h16_s8192 b32_h128_s4096 --calls 8 > $OUT/kernel_times.txt 2>&1
+echo "[t=$((SECONDS-T0))s] kernel_times exit $?" >> $OUT/log.txt
+cat $OUT/warm.txt $OUT/log.txt $OUT/kernel_times.txt
