@@ -8,6 +8,9 @@
 set -u
 export PYTHONUNBUFFERED=1
 T0=$SECONDS
+for c in 198897f 6a8b09d 422279c dba5066; do
+  [ -f .bisect/$c/tools/bench.py ] || { echo ".bisect/$c missing: run the prep line of next_m32_bisect.sh here, then carry .bisect"; exit 0; }
+done
 PYTHONPATH=. timeout 100 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 > $OUT/warm.txt
 # the SM clock while the 32-row kernels run: an SM-bound kernel follows it, a memory-bound
 # one does not (the competing reading of the regression: session 12's machine clocked higher)
