@@ -247,6 +247,7 @@ def q_row_bytes(key: DecodeKey) -> int:
 def decode_template_values(key: DecodeKey) -> dict:
     """What every decode template (any family) is rendered with."""
     cfg = launch_config(key)
+    consumers = narrow_consumers(key)
     return dict(
         name=key.name, layout=key.layout.value, mask=key.mask.value, sparsity=key.sparsity.value,
         fold=key.fold, d_qk=key.d_qk, tile_rows=key.tile_rows,
@@ -260,7 +261,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
-        consumers=narrow_consumers(key), wg_rows=key.tile_rows // narrow_consumers(key))
+        consumers=consumers, wg_rows=key.tile_rows // consumers)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

@@ -498,13 +498,15 @@ def narrow_math(chunks, v_chunks):
     return math
 
 
-def narrow_loader(chunks):
+def narrow_loader(chunks, empty="nempty"):
+    """The loading warp; `empty`: the slots' empty barriers ("nempty2" with two math
+    warpgroups, each of which must free a slot)."""
     def loader(n, slots):
         for t in range(n):
             for c in range(chunks):
                 at = t * chunks + c
                 if at >= slots:
-                    yield "mwait", ("nempty", at % slots), at // slots - 1
+                    yield "mwait", (empty, at % slots), at // slots - 1
                 yield "marrive", ("nfull", at % slots), None
     return loader
 
@@ -529,25 +531,33 @@ def test_the_model_shows_how_many_slots_the_narrow_ring_needs():
     assert run(4, 9, warpgroups, 10) == "ok"
 
 
-def narrow_math_segments(chunks, v_chunks, seg_tiles, release_last=True):
-    """Warpgroup 0 in segment mode: each segment's tiles as narrow_math's, its ring
-    places continuing the previous segment's; at a segment's end O^T of its last
-    tile retires and frees that tile's V chunks (release_last)."""
+def narrow_math_segments(chunks, v_chunks, seg_tiles, release_last=True, edges=(), empty="nempty"):
+    """A math warpgroup in segment mode (split mode: one segment): each segment's tiles
+    as narrow_math's, its ring places continuing the previous segment's; at a
+    segment's end O^T of its last tile retires and frees that tile's V chunks
+    (release_last).  Two math warpgroups (the 32-row tile over 16-bit caches): slots
+    freed on `empty` = "nempty2", and the ring-wide tiles in `edges` zeroed by both
+    together once each saw them land ("edge", the two math warpgroups its parties)."""
     def math(n, slots):
         base = 0
         for nt in seg_tiles:
             for j in range(nt):
+                t = base + j
                 if j >= 1:
                     for c in range(v_chunks):
-                        yield "marrive", ("nempty", ((base + j - 1) * chunks + c) % slots), None
+                        yield "marrive", (empty, ((t - 1) * chunks + c) % slots), None
+                if t in edges:
+                    for c in range(chunks):
+                        yield "mwait", ("nfull", (t * chunks + c) % slots), (t * chunks + c) // slots
+                    yield "sync", "edge"
                 for c in range(chunks):
-                    at = (base + j) * chunks + c
+                    at = t * chunks + c
                     yield "mwait", ("nfull", at % slots), at // slots
                 for c in range(v_chunks, chunks):
-                    yield "marrive", ("nempty", ((base + j) * chunks + c) % slots), None
+                    yield "marrive", (empty, (t * chunks + c) % slots), None
             if release_last and nt and base + nt < sum(seg_tiles):
                 for c in range(v_chunks):
-                    yield "marrive", ("nempty", ((base + nt - 1) * chunks + c) % slots), None
+                    yield "marrive", (empty, ((base + nt - 1) * chunks + c) % slots), None
             base += nt
     return math
 
@@ -581,45 +591,8 @@ def test_the_model_catches_a_narrow_loader_that_does_not_wait_for_empty():
 # Both read every chunk, so a slot's empty barrier takes one arrival of each
 # ("nempty2"); a tile with keys outside the split is zeroed by both together,
 # after each saw it land, and neither reads it before both are past that
-# barrier ("edge", the two math warpgroups its only parties).
-
-def narrow_math_pair(chunks, v_chunks, seg_tiles, edges, empty="nempty2"):
-    """One math warpgroup in segment mode (split mode: one segment); `edges`: the
-    ring-wide tiles that are zeroed (the first and last of each segment, say)."""
-    def math(n, slots):
-        base = 0
-        for nt in seg_tiles:
-            for j in range(nt):
-                t = base + j
-                if j >= 1:
-                    for c in range(v_chunks):
-                        yield "marrive", (empty, ((t - 1) * chunks + c) % slots), None
-                if t in edges:
-                    for c in range(chunks):
-                        yield "mwait", ("nfull", (t * chunks + c) % slots), (t * chunks + c) // slots
-                    yield "sync", "edge"
-                for c in range(chunks):
-                    at = t * chunks + c
-                    yield "mwait", ("nfull", at % slots), at // slots
-                for c in range(v_chunks, chunks):
-                    yield "marrive", (empty, (t * chunks + c) % slots), None
-            if nt and base + nt < sum(seg_tiles):
-                for c in range(v_chunks):
-                    yield "marrive", (empty, ((base + nt - 1) * chunks + c) % slots), None
-            base += nt
-    return math
-
-
-def narrow_loader_of(chunks, empty):
-    def loader(n, slots):
-        for t in range(n):
-            for c in range(chunks):
-                at = t * chunks + c
-                if at >= slots:
-                    yield "mwait", (empty, at % slots), at // slots - 1
-                yield "marrive", ("nfull", at % slots), None
-    return loader
-
+# barrier ("edge", the two math warpgroups its only parties): narrow_math_segments
+# with edges and empty="nempty2".
 
 MBAR_PARTIES.update({"nempty2": 2})
 
@@ -636,13 +609,13 @@ def segment_edges(seg_tiles):
 @pytest.mark.parametrize("seg_tiles", [[6]] + SEGMENT_LISTS)
 @pytest.mark.parametrize("slots", [18, 23])   # the 32-row kernel has 23
 def test_two_math_warpgroups_neither_hang_nor_lap(seg_tiles, slots):
-    math = narrow_math_pair(9, 8, seg_tiles, segment_edges(seg_tiles))
-    warpgroups = (math, math, narrow_loader_of(9, "nempty2"))
+    math = narrow_math_segments(9, 8, seg_tiles, edges=segment_edges(seg_tiles), empty="nempty2")
+    warpgroups = (math, math, narrow_loader(9, "nempty2"))
     assert run(sum(seg_tiles), slots, warpgroups, 20) == "ok"
 
 
 def test_the_model_catches_a_slot_freed_by_one_math_warpgroup():
     """With one arrival completing a slot's empty barrier, the warpgroup ahead frees
     the slot alone and the loader refills it under the one behind: lapped."""
-    math = narrow_math_pair(9, 8, [6], set(), empty="nempty")
-    assert "lapped" in run(6, 18, (math, math, narrow_loader_of(9, "nempty")), 20)
+    math = narrow_math_segments(9, 8, [6])
+    assert "lapped" in run(6, 18, (math, math, narrow_loader(9)), 20)
