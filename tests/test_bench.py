@@ -494,14 +494,18 @@ def test_peer_that_raises_is_na_and_the_run_goes_on(monkeypatch):
 
 # ---- tools/kernel_times.py: ncu's CSV, summarised per kernel ----
 
-def _kernel_times():
+def _tool(name):
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "kernel_times.py")
-    spec = importlib.util.spec_from_file_location("kernel_times", path)
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _kernel_times():
+    return _tool("kernel_times")
 
 
 NCU_CSV = '''==PROF== Connected to process 1082
@@ -531,3 +535,30 @@ def test_kernel_times_refuses_an_unknown_unit_and_case():
         kt.summarise(NCU_CSV.replace('"usecond"', '"cycle"'))
     with pytest.raises(ValueError, match="CASE"):
         kt.main(["no_such_case"])
+
+
+# ---- tools/ncu_hotspots.py: the source page's stall samples, by reason, opcode, instruction ----
+
+HOTSPOTS_CSV = '''"Kernel Name","mla_decode_bf16_causal_dense_fold0_m32_hopper_narrow",
+"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed","stall_barrier","stall_wait","stall_long_sb","stall_wait (Not Issued)"
+"0x7f0000000000","R2UR UR12, R108","30","100","0","30","0","30"
+"0x7f0000000010","HGMMA.64x16x16.F32.BF16 R88, gdesc[UR12], R88","50","100","0","40","10","40"
+"0x7f0000000020","WARPGROUP.DEPBAR.LE gsb0, 0x0","100","100","100","0","0","0"
+"0x7f0000000030","@!P0 BRA 0x7f0000000000","20","100","0","0","20","0"
+"0x7f0000000040","R2UR UR13, R109","0","100","0","0","0","0"
+'''
+
+
+def test_ncu_hotspots_sums_by_reason_opcode_and_instruction(capsys):
+    hs = _tool("ncu_hotspots")
+    assert hs.opcode("@!P0 BRA 0x10") == "BRA"
+    assert hs.opcode("HGMMA.64x16x16.F32.BF16 R88, gdesc[UR12], R88") == "HGMMA"
+    hs.report(HOTSPOTS_CSV, top=2)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "5 SASS instructions, 200 samples (Warp Stall Sampling (All Samples))"
+    # reasons over every instruction; the "(Not Issued)" columns are not counted twice
+    assert out[1] == "by reason: barrier 50%, wait 35%, long_sb 15%"
+    assert out[2] == "by opcode: WARPGROUP 50.0% (1), HGMMA 25.0% (1), R2UR 15.0% (2), BRA 10.0% (1)"
+    assert out[3].split()[:2] == ["20", "50.0%"] and "DEPBAR" in out[3] and "barrier 100" in out[3]
+    assert out[4].split()[:2] == ["10", "25.0%"] and "HGMMA" in out[4] and "wait 40, long_sb 10" in out[4]
+    assert len(out) == 5

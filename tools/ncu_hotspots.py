@@ -40,6 +40,15 @@ def number(text):
         return 0.0
 
 
+def opcode(sass):
+    """The opcode of a SASS line without its predicate or modifiers: '@!P0 BRA 0x..' -> 'BRA',
+    'HGMMA.64x16x16.F32.BF16 R88, ...' -> 'HGMMA'."""
+    words = sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
 def report(csv_text, top):
     rows = list(csv.reader(io.StringIO(csv_text)))
     start = next(i for i, r in enumerate(rows) if any("Source" == c for c in r))
@@ -73,6 +82,15 @@ def report(csv_text, top):
             rs = [r for r in body if at <= offset(r) < end]
             share = sum(number(r[col[total_name]]) for r in rs) / total
             print(f"  {at:6x} {name:40s} {100 * share:5.1f}%  {reasons_of(rs)}")
+    # By opcode: where a kernel's issue time goes by instruction kind (R2UR feeding the
+    # HGMMAs was a quarter of the 32-row narrow tile's samples in session 15).
+    by_op = {}
+    for r, n in zip(body, samples):
+        op = opcode(r[col["Source"]])
+        count, summed = by_op.get(op, (0, 0.0))
+        by_op[op] = (count + 1, summed + n)
+    ranked = sorted(by_op.items(), key=lambda kv: -kv[1][1])[:12]
+    print("by opcode: " + ", ".join(f"{op} {100 * v / total:.1f}% ({k})" for op, (k, v) in ranked))
     order = sorted(range(len(body)), key=lambda i: -samples[i])
     for i in order[:top]:
         r = body[i]
