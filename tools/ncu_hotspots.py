@@ -23,10 +23,13 @@ import sys
 
 def run_ncu(case, kernel, out_dir, extra):
     rep = os.path.join(out_dir, "hotspots")
+    # The calls of kernel_times.py's child (one warm-up, then synchronised calls), not
+    # bench.py: the bench's head-of-queue spin kernel waits seconds under ncu.
     cmd = ["ncu", "--clock-control", "none", "-f", "-o", rep, "-k", f"regex:{kernel}",
-           "--launch-skip", "3", "--launch-count", "1",
+           "--launch-skip", "1", "--launch-count", "1",
            "--section", "WarpStateStats", "--section", "SourceCounters",
-           sys.executable, "tools/bench.py", case, "--repeats", "20", "--check-seqs", "1", *extra]
+           sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_times.py"),
+           "--child", case, "--calls", "2", *extra]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     page = subprocess.run(["ncu", "-i", rep + ".ncu-rep", "--page", "source", "--csv",
                            "--print-source", "sass"], check=True, capture_output=True, text=True)
