@@ -1,8 +1,9 @@
 """Where a kernel's warps wait, by SASS instruction, from Nsight Compute.
 
-Runs ``ncu`` (clocks left alone) on one launch of the named kernel inside a
-bench case, exports the report's source page as CSV and prints:
-* the kernel's stall samples summed by reason;
+Runs ``ncu`` (clocks left alone) on one launch of the named kernel in a call of a
+bench case (kernel_times.py's child process), exports the report's source page as
+CSV and prints:
+* the kernel's stall samples summed by reason, and by opcode;
 * the instructions with the most samples, each with its SASS, its share of all
   samples and its largest reasons.
 A warp-specialised kernel shows each warpgroup's waits on its own instructions
@@ -21,7 +22,7 @@ import subprocess
 import sys
 
 
-def run_ncu(case, kernel, out_dir, extra):
+def run_ncu(case, kernel, out_dir):
     rep = os.path.join(out_dir, "hotspots")
     # The calls of kernel_times.py's child (one warm-up, then synchronised calls), not
     # bench.py: the bench's head-of-queue spin kernel waits seconds under ncu.
@@ -29,7 +30,7 @@ def run_ncu(case, kernel, out_dir, extra):
            "--launch-skip", "1", "--launch-count", "1",
            "--section", "WarpStateStats", "--section", "SourceCounters",
            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_times.py"),
-           "--child", case, "--calls", "2", *extra]
+           "--child", case, "--calls", "2"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     page = subprocess.run(["ncu", "-i", rep + ".ncu-rep", "--page", "source", "--csv",
                            "--print-source", "sass"], check=True, capture_output=True, text=True)
@@ -110,13 +111,13 @@ def main():
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--out", default="/tmp", help="where the .ncu-rep and the CSV go")
     p.add_argument("--csv", help="report a saved source-page CSV (.gz too) instead of profiling (no GPU)")
-    args, extra = p.parse_known_args()
+    args = p.parse_args()
     if args.csv:
         opener = gzip.open if args.csv.endswith(".gz") else open
         with opener(args.csv, "rt") as f:
             report(f.read(), args.top)
         return
-    text = run_ncu(args.case, args.kernel, args.out, extra)
+    text = run_ncu(args.case, args.kernel, args.out)
     with open(os.path.join(args.out, "hotspots_source.csv"), "w") as f:
         f.write(text)
     report(text, args.top)

@@ -17,9 +17,8 @@
 set -u
 export PYTHONUNBUFFERED=1
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
-say() { echo "[t=$((SECONDS-T0))s] $*" >> "$L"; }
 C="b128_h16_s8192 ds_h16_sq1_uniform ds_h16_sq1_ragged ds_h32_sq1_uniform ds_h32_sq1_ragged"
-bench() { timeout 80 python3 tools/bench.py $C --repeats 20 --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-100 >> "$L"; }
+. tools/results/device_steps.sh   # say, bench
 PYTHONPATH=. timeout 100 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"; say "warm HEAD"
 for p in narrow_unsigned_ring m16_broadcast_ot m16_broadcast_st m32_one_wg_broadcast; do
   rm -rf /tmp/$p && cp -r . /tmp/$p && (cd /tmp/$p && git apply tools/results/next_$p.patch) || { say "$p: apply failed"; continue; }
