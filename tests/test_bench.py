@@ -535,6 +535,8 @@ def test_kernel_times_refuses_an_unknown_unit_and_case():
         kt.summarise(NCU_CSV.replace('"usecond"', '"cycle"'))
     with pytest.raises(ValueError, match="CASE"):
         kt.main(["no_such_case"])
+    with pytest.raises(ValueError, match="--peer: expected one of"):
+        kt.main(["b8_h16_s8192", "--peer", "no_such_peer"])
 
 
 # ---- tools/ncu_hotspots.py: the source page's stall samples, by reason, opcode, instruction ----

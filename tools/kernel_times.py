@@ -1,6 +1,6 @@
 """Each kernel's GPU time in a call of `mla-cupy bench`'s named cases, by Nsight Compute.
 
-    PYTHONPATH=. python3 tools/kernel_times.py CASE [CASE ...] [--calls 10] [--ncu ncu]
+    PYTHONPATH=. python3 tools/kernel_times.py CASE [CASE ...] [--calls 10] [--ncu ncu] [--peer NAME]
 
 Where a call's time goes between the decode and the combine: every call of a case runs
 under `ncu --clock-control none` (the GPU's own clocks, not ncu's locked base clock, so an
@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 KERNELS = "regex:mla_(decode|combine)"
+PEER_KERNELS = "regex:."          # a peer's call: all its kernels (metadata, decode, combine)
 
 
 def summarise(csv_text: str) -> dict[str, list[float]]:
@@ -48,14 +49,17 @@ def format_summary(case: str, times: dict[str, list[float]]) -> list[str]:
             f"best {min(v):8.1f}" for name, v in times.items()]
 
 
-def child(case_name: str, calls: int) -> None:
+def child(case_name: str, calls: int, peer: str | None = None) -> None:
     """The profiled process: one warm-up call, then `calls` calls, each synchronised."""
     import cupy
 
-    from mla_cupy import bench
+    from mla_cupy import bench, peers
     case = bench.NAMED_CASES[case_name]
     inputs = bench.build_inputs(case)
-    call, _, _ = bench.ours(case, inputs)
+    if peer:
+        call, _, _ = peers.PEERS[peer].prepare(case, inputs)
+    else:
+        call, _, _ = bench.ours(case, inputs)
     call()
     cupy.cuda.Device().synchronize()
     for _ in range(calls):
@@ -68,12 +72,19 @@ def main(argv=None) -> int:
     ap.add_argument("cases", nargs="*", metavar="CASE")
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--ncu", default="ncu")
+    ap.add_argument("--peer", help="profile this peer's call instead of ours (flashmla, flashinfer)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        child(a.child, a.calls)
+        child(a.child, a.calls, a.peer)
         return 0
-    from mla_cupy import bench
+    from mla_cupy import bench, peers
+    if a.peer is not None:
+        if a.peer not in peers.PEERS:
+            raise ValueError(f"--peer: expected one of {sorted(peers.PEERS)}, got {a.peer!r}")
+        why = peers.PEERS[a.peer].available()
+        if why:
+            raise ValueError(f"--peer {a.peer}: {why}")
     for name in a.cases:
         if name not in bench.NAMED_CASES:
             raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
@@ -81,14 +92,17 @@ def main(argv=None) -> int:
         raise ValueError(f"--calls: expected at least 1, got {a.calls}")
     for name in a.cases:
         cmd = [a.ncu, "--clock-control", "none", "--cache-control", "all", "--csv",
-               "--metrics", "gpu__time_duration.sum", "--kernel-name", KERNELS,
+               "--metrics", "gpu__time_duration.sum", "--kernel-name",
+               PEER_KERNELS if a.peer else KERNELS,
                sys.executable, __file__, "--child", name, "--calls", str(a.calls)]
+        if a.peer:
+            cmd += ["--peer", a.peer]
         done = subprocess.run(cmd, capture_output=True, text=True)
         times = summarise(done.stdout)
         if done.returncode != 0 or not times:
             print(f"{name}: ncu exit {done.returncode}\n{done.stderr[-2000:]}", file=sys.stderr)
             continue
-        print("\n".join(format_summary(name, times)), flush=True)
+        print("\n".join(format_summary(f"{name} {a.peer}" if a.peer else name, times)), flush=True)
     return 0
 
 
