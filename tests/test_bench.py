@@ -564,3 +564,27 @@ def test_ncu_hotspots_sums_by_reason_opcode_and_instruction(capsys):
     assert out[3].split()[:2] == ["20", "50.0%"] and "DEPBAR" in out[3] and "barrier 100" in out[3]
     assert out[4].split()[:2] == ["10", "25.0%"] and "HGMMA" in out[4] and "wait 40, long_sb 10" in out[4]
     assert len(out) == 5
+
+
+# ---- tools/ncu_compare.py: raw pages of ours and a peer's, side by side ----
+
+RAW_CSV = '''"ID","Process ID","Kernel Name","gpu__time_duration.sum","smsp__inst_executed.sum","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","dram__bytes_read.sum"
+"","","","usecond","inst","ratio","Gbyte"
+"0","10","mla_decode_bf16_causal_dense_fold0_hopper_seesaw(long long)","539.90","1,000","1.75","1.2"
+"1","10","mla_combine_bf16(long long)","12.00","10","0.10","0.01"
+'''
+
+
+def test_ncu_compare_tables_kernels_of_both_sides_by_metric():
+    nc = _tool("ncu_compare")
+    ours = nc.read_raw(RAW_CSV)
+    assert [nc.short_name(k) for k in ours] == ["mla_decode_bf16_causal_dense_fold0_hopper_seesaw",
+                                                "mla_combine_bf16"]
+    peer = nc.read_raw(RAW_CSV.replace("mla_decode_bf16_causal_dense_fold0_hopper_seesaw", "void flash::splitkv")
+                       .replace('"539.90"', '"430.40"'))
+    lines = nc.side_by_side("ours", ours, "flashmla", peer)
+    assert lines[0].startswith("kernels: [0] ours:mla_decode") and "[2] flashmla:flash::splitkv" in lines[0]
+    time_line = next(line for line in lines if line.startswith("gpu__time_duration.sum"))
+    assert time_line.split()[1:] == ["539.90", "12.00", "430.40", "12.00"]
+    assert any(line.startswith("stall barrier") for line in lines)
+    assert nc.read_raw("no profile\n") == []

@@ -22,6 +22,7 @@ import sys
 
 KERNELS = "regex:mla_(decode|combine)"
 PEER_KERNELS = "regex:."          # a peer's call: all its kernels (metadata, decode, combine)
+NVTX_RANGE = "timed_call"         # around each call after the warm-up (not the inputs' kernels)
 
 
 def summarise(csv_text: str) -> dict[str, list[float]]:
@@ -63,7 +64,9 @@ def child(case_name: str, calls: int, peer: str | None = None) -> None:
     call()
     cupy.cuda.Device().synchronize()
     for _ in range(calls):
+        cupy.cuda.nvtx.RangePush(NVTX_RANGE)   # ncu_compare.py profiles the kernels inside
         call()
+        cupy.cuda.nvtx.RangePop()
         cupy.cuda.Device().synchronize()
 
 

@@ -31,7 +31,10 @@ def run_ncu(case, kernel, out_dir):
            "--section", "WarpStateStats", "--section", "SourceCounters",
            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_times.py"),
            "--child", case, "--calls", "2"]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    os.makedirs(out_dir, exist_ok=True)   # ncu -o does not create it
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"ncu exit {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
     page = subprocess.run(["ncu", "-i", rep + ".ncu-rep", "--page", "source", "--csv",
                            "--print-source", "sass"], check=True, capture_output=True, text=True)
     return page.stdout
