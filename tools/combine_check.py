@@ -1,8 +1,9 @@
 """The split-KV combine against the NumPy reference with a NaN-filled workspace:
 a partial the decode did not write, or one the combine weighs wrongly, shows as
-NaN or a wrong row.  Split counts 2..1100 (one to eight groups of 128 threads,
-more partitions than the combine caches, mostly empty splits), 8/16/128 heads,
-bf16 and fp16, on the default kernels and with the portable family forced.
+NaN or a wrong row.  Split counts 2..1100 (one to eight warps a row, more
+partitions than a warp's lanes hold, mostly empty splits), 5/8/16/128 heads (5:
+CTAs with heads past H), bf16 and fp16, on the default kernels and with the
+portable family forced.
 
     PYTHONPATH=.:tests python3 tools/combine_check.py
 """
@@ -26,7 +27,7 @@ def main() -> int:
         seed = int(rng.integers(1 << 31))
         rng = np.random.default_rng(seed)
         for h, seqs, caches, layout in ((16, [1, 2], [5000, 4097], "bf16"), (128, [1, 3, 0], [9000, 700, 64], "bf16"),
-                                        (8, [2, 1], [3000, 10], "fp16")):
+                                        (8, [2, 1], [3000, 10], "fp16"), (5, [1, 2], [3000, 500], "bf16")):
             case = make_case(rng, seq_lens=seqs, cache_lens=caches, num_heads=h, page_size=64, sink="random",
                              layout=layout)
             for p in (2, 3, 4, 5, 9, 33, 64, 1100):
