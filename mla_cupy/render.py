@@ -31,7 +31,7 @@ COMBINE_TEMPLATE = "combine/mla_combine.cu.j2"
 QUANTIZE_TEMPLATE = "quantize/mla_quantize.cu.j2"
 CHECK_TEMPLATE = "check/mla_check.cu.j2"
 COMBINE_WARPS = 8                           # warps of a combine CTA
-COMBINE_UNROLL = 2                          # partials a warp has in flight at once
+COMBINE_UNROLL = 4                          # partials a warp has in flight at once
 QUANTIZE_WARPS = 8
 
 
