@@ -238,7 +238,6 @@ COMBINE = Abi("mla_combine", (
     P("num_partitions_in", "int", "P (split mode)"),
     P("seg_info", "const int*", "[T, 4] segment mode (the decode's seg_info), null: P splits", nullable=True),
     P("segment_rows", "int", "segment mode: rows of a partial (the decode's tile rows), else 0"),
-    P("row_warps", "int", "warps sharing a row's partials (render.combine_geometry)"),
 ))
 
 QUANTIZE = Abi("mla_quantize", (

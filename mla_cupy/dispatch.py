@@ -21,7 +21,7 @@ from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, Ker
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper
-from .render import combine_geometry, launch_config, needs_kv_map, uses_kv_map
+from .render import combine_threads, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
                           sm_count_of_current_device)
@@ -270,14 +270,13 @@ def _build_plan(
             mode, kv_map_source=kv_map_source(key, kv_collection))
         combine_launch = None
         if combine is not None:
-            grid, block, row_warps = combine_geometry(
-                num_heads, num_tokens, max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else num_partitions)
             combine_launch = KernelLaunch(
-                abi.COMBINE, combine, combine.kernel.ptr, grid, block,
+                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens),
+                (combine_threads(max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else num_partitions),),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=num_partitions, seg_info=seg_info,
-                                       segment_rows=key.tile_rows if segments else 0, row_warps=row_warps),
-                mode, programmatic=arch_number(compiler.device_arch(device_id)) >= 90)
+                                       segment_rows=key.tile_rows if segments else 0), mode,
+                programmatic=arch_number(compiler.device_arch(device_id)) >= 90)
 
     def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
         """Checked mode: the device check of this call's values; raises before the
@@ -539,14 +538,13 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         kv_box_rows=0, kv_map=NO_MAP)   # KernelLaunch's kv_map_source sets them for TMA kernels
 
 
-def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_partitions, row_warps,
-                        seg_info=None, segment_rows=0) -> dict:
-    """The combine kernel's arguments by ABI name (abi.COMBINE); ``row_warps`` is
-    render.combine_geometry's, for the grid the call launches."""
+def combine_launch_args(given: dict, work: dict, *, num_heads, num_tokens, num_partitions, seg_info=None,
+                        segment_rows=0) -> dict:
+    """The combine kernel's arguments by ABI name (abi.COMBINE)."""
     return dict({name: given[name] for name in ("attn_sink", "input_row_offsets", "scalar_args",
                                                 "out", "lse")},
                 **work, num_heads=num_heads, num_tokens=num_tokens, num_partitions_in=num_partitions,
-                seg_info=seg_info, segment_rows=segment_rows, row_warps=row_warps)
+                seg_info=seg_info, segment_rows=segment_rows)
 
 
 def _on_device(device_id: int):

@@ -419,7 +419,7 @@ class ContextParallel:
         import cupy
 
         from .compiler import get_kernel
-        from .render import combine_geometry
+        from .render import combine_threads
         from .variants import CombineKey
 
         return_lse = V.check_flag("return_lse", return_lse)
@@ -457,15 +457,14 @@ class ContextParallel:
                 np.int32(out_dt == "float16")))
             if rows > 0:
                 combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id)
-                grid, block, row_warps = combine_geometry(num_heads, num_tokens, world)
-                combine(grid, block, abi.COMBINE.pack(dict(
+                combine((num_heads, num_tokens), (combine_threads(world),), abi.COMBINE.pack(dict(
                     o_part=o_part, lse_part=lse_part,
                     attn_sink=None if attn_sink is None else to_cupy(attn_sink, "attn_sink"),
                     input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),
                     scalar_args=local.scalar_args.buffer, out=to_cupy(out, "out"),
                     lse=None if lse is None else to_cupy(lse, "lse"),
                     num_heads=num_heads, num_tokens=num_tokens, num_partitions_in=world,
-                    seg_info=None, segment_rows=0, row_warps=row_warps)))
+                    seg_info=None, segment_rows=0)))
         return (out, lse) if return_lse else out
 
     # -------------------------------------------------------------- buffers

@@ -30,30 +30,20 @@ HOPPER_DECODE_TEMPLATE = "hopper/mla_decode_wgmma.cu.j2"
 COMBINE_TEMPLATE = "combine/mla_combine.cu.j2"
 QUANTIZE_TEMPLATE = "quantize/mla_quantize.cu.j2"
 CHECK_TEMPLATE = "check/mla_check.cu.j2"
-COMBINE_WARPS = 8                           # warps of a combine CTA
-COMBINE_UNROLL = 4                          # partials a warp has in flight at once
+COMBINE_GROUP_THREADS = records.D_V // 4    # one float4 of each partial per thread of a group
+COMBINE_MAX_GROUPS = 8
+COMBINE_UNROLL = 4                          # partials a thread has in flight at once
 QUANTIZE_WARPS = 8
 
 
-def combine_row_warps(num_partitions: int) -> int:
-    """Warps of the combine that share one row's ``num_partitions`` partials: one
-    per COMBINE_UNROLL of them, a power of two up to COMBINE_WARPS, so that few
-    rows with many splits keep enough loads in flight.  It depends on P alone: a
-    row's summation order (the warps' sums added in order) must not depend on
-    the batch (docs/spec.md §10)."""
-    need, warps = -(-num_partitions // COMBINE_UNROLL), 1
-    while warps < need and warps < COMBINE_WARPS:
-        warps *= 2
-    return warps
-
-
-def combine_geometry(num_heads: int, num_tokens: int, num_partitions: int):
-    """(grid, block, row_warps) of the combine kernel for rows of ``num_heads``
-    heads x ``num_tokens`` tokens with ``num_partitions`` partials each: a CTA
-    holds COMBINE_WARPS / row_warps heads of one token."""
-    row_warps = combine_row_warps(num_partitions)
-    heads_per_cta = COMBINE_WARPS // row_warps
-    return (-(-num_heads // heads_per_cta), num_tokens), (32 * COMBINE_WARPS,), row_warps
+def combine_threads(num_partitions: int) -> int:
+    """Threads of a combine CTA for ``num_partitions`` splits: one group of
+    COMBINE_GROUP_THREADS per COMBINE_UNROLL partitions, up to
+    COMBINE_MAX_GROUPS, so that few rows with many splits keep enough loads in
+    flight.  It depends on P alone: a row's summation order (groups summed in
+    order) must not depend on the batch (docs/spec.md §10)."""
+    groups = min(COMBINE_MAX_GROUPS, max(1, -(-num_partitions // COMBINE_UNROLL)))
+    return COMBINE_GROUP_THREADS * groups
 
 
 class QKind(str, enum.Enum):
@@ -295,7 +285,8 @@ def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
     if isinstance(key, CombineKey):
         return env.get_template(COMBINE_TEMPLATE).render(
             name=key.name, is_fp16=key.out_dtype == "fp16", d_v=records.D_V,
-            warps=COMBINE_WARPS, unroll=COMBINE_UNROLL, combine_params=abi.COMBINE.signature())
+            group_threads=COMBINE_GROUP_THREADS, max_groups=COMBINE_MAX_GROUPS,
+            unroll=COMBINE_UNROLL, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:
         return env.get_template(HOPPER_TEMPLATES[key.schedule]).render(
             **decode_template_values(key), mma_type="f16" if key.layout is Layout.FP16 else "bf16")

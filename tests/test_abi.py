@@ -15,7 +15,7 @@ import pytest
 from mla_cupy import abi, dispatch, records
 from mla_cupy.cache import PagedKVCollection
 from mla_cupy.plan import ARRAY_PARAMS, RUN_ARRAYS
-from mla_cupy.render import (COMBINE_UNROLL, COMBINE_WARPS, kernels_dir,
+from mla_cupy.render import (COMBINE_GROUP_THREADS, COMBINE_MAX_GROUPS, COMBINE_UNROLL, kernels_dir,
                              render)
 from mla_cupy.schedule import row_tiling
 from mla_cupy.validate import SparseArgs
@@ -126,13 +126,14 @@ def test_combine_signature_and_launch_tuple_agree(out_dtype):
                    Arr("scalar_args"))
     args = abi.COMBINE.pack(dispatch.combine_launch_args(
         given, dict(o_part=Arr("o_part"), lse_part=Arr("lse_part")), num_heads=16, num_tokens=9,
-        num_partitions=3, row_warps=2))
+        num_partitions=3))
     check_tuple_matches(sig, args, dict(out=given["out"], lse=given["lse"], num_heads=16,
-                                        num_tokens=9, num_partitions=3, row_warps=2,
+                                        num_tokens=9, num_partitions=3,
                                         input_row_offsets=given["input_row_offsets"]))
     assert args[abi.COMBINE.names.index("attn_sink")] == 0
     source = render(key)
-    for name, value in (("WARPS", COMBINE_WARPS), ("UNROLL", COMBINE_UNROLL)):
+    for name, value in (("GROUP_THREADS", COMBINE_GROUP_THREADS), ("MAX_GROUPS", COMBINE_MAX_GROUPS),
+                        ("UNROLL", COMBINE_UNROLL)):
         assert f"constexpr int {name} = {value};" in source
 
 

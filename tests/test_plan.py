@@ -15,7 +15,6 @@ import sys
 import numpy as np
 import pytest
 
-from mla_cupy.render import combine_geometry
 from mla_cupy import (PagedKVCollection, ScalarArgs, abi, dispatch, generic_flare_mla_decode_kv_cache_ragged,
                       mla_decode, plan_decode)
 from mla_cupy.testing import FakeCudaArray, stub_device
@@ -99,7 +98,7 @@ def test_every_address_reaches_its_parameter(launches, make):
     for decode, combine in (first, memo, own):
         check_addresses(decode, abi.DECODE, want)
         check_addresses(combine, abi.COMBINE, want)
-        assert decode.grid[1:] == (4, B) and combine.grid == combine_geometry(H, T, 4)[0] + (1,)
+        assert decode.grid[1:] == (4, B) and combine.grid == (H, T, 1)
         work = decode.slots[abi.DECODE.index("o_part")]
         assert work != 0 and combine.slots[abi.COMBINE.index("o_part")] == work
     assert first == memo
@@ -336,7 +335,7 @@ def test_programmatic_launch_config(monkeypatch):
     launch = plan_mod.KernelLaunch(abi.COMBINE, None, 0x1234, (16, 4), (128,), 0,
                                    dict(o_part=8, lse_part=16, attn_sink=None, input_row_offsets=24,
                                         scalar_args=32, out=40, lse=None, num_heads=16, num_tokens=4,
-                                        num_partitions_in=3, seg_info=None, segment_rows=0, row_warps=1), "driver",
+                                        num_partitions_in=3, seg_info=None, segment_rows=0), "driver",
                           programmatic=True)
     monkeypatch.setattr(plan_mod, "_launch_kernel_ex", fake_launch_ex)
     launch.launch(0xabc)
@@ -375,7 +374,7 @@ def test_driver_binding_of_the_programmatic_launch(monkeypatch):
     launch = plan_mod.KernelLaunch(abi.COMBINE, None, 0x1234, (16, 4), (128,), 0,
                                    dict(o_part=8, lse_part=16, attn_sink=None, input_row_offsets=24,
                                         scalar_args=32, out=40, lse=None, num_heads=16, num_tokens=4,
-                                        num_partitions_in=3, seg_info=None, segment_rows=0, row_warps=1), "driver",
+                                        num_partitions_in=3, seg_info=None, segment_rows=0), "driver",
                           programmatic=True)
     launch.launch(0xabc)
     launch.launch(0xabc)

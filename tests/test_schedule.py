@@ -521,20 +521,16 @@ def test_an_unknown_hopper_schedule_is_an_error(monkeypatch):
         compiler.choose_hopper_schedule(DecodeKey(**HOPPER_DENSE), 64, 128)
 
 
-@given(st.integers(1, 5000), st.integers(1, 128), st.integers(1, 300))
-def test_combine_geometry_follows_the_split_count(num_partitions, num_heads, num_tokens):
-    """One warp per four splits of a row, a power of two up to a CTA's warps: enough
-    loads in flight when few rows have many splits, and a row's summation order
-    fixed by P alone (the warps' share has no other input); the grid covers every
-    head of every token, with fewer heads than a CTA holds left over."""
-    from mla_cupy.render import COMBINE_UNROLL, COMBINE_WARPS, combine_geometry, combine_row_warps
-    grid, block, row_warps = combine_geometry(num_heads, num_tokens, num_partitions)
-    assert row_warps == combine_row_warps(num_partitions) and block == (32 * COMBINE_WARPS,)
-    assert COMBINE_WARPS % row_warps == 0 and row_warps & (row_warps - 1) == 0
-    assert row_warps == COMBINE_WARPS or num_partitions <= row_warps * COMBINE_UNROLL
-    assert row_warps == 1 or num_partitions > row_warps // 2 * COMBINE_UNROLL
-    heads_per_cta = COMBINE_WARPS // row_warps
-    assert grid[1] == num_tokens and 0 <= grid[0] * heads_per_cta - num_heads < heads_per_cta
+@given(st.integers(1, 5000))
+def test_combine_threads_follow_the_split_count(num_partitions):
+    """One 128-thread group per four splits, one to eight groups: enough loads
+    in flight when few rows have many splits, and a row's summation order fixed
+    by P alone (the function has no other input)."""
+    from mla_cupy.render import COMBINE_GROUP_THREADS, COMBINE_MAX_GROUPS, COMBINE_UNROLL, combine_threads
+    threads = combine_threads(num_partitions)
+    groups, rest = divmod(threads, COMBINE_GROUP_THREADS)
+    assert rest == 0 and 1 <= groups <= COMBINE_MAX_GROUPS and threads <= 1024
+    assert groups == COMBINE_MAX_GROUPS or (groups - 1) * COMBINE_UNROLL < num_partitions <= groups * COMBINE_UNROLL
 
 
 def test_builds_for_matches_the_architectures_of_each_family():

@@ -182,21 +182,17 @@ def test_the_narrow_kernel_takes_equal_shares_when_the_split_is_its_to_choose(mo
 
 
 @pytest.mark.parametrize("num_partitions", [1, 2, 16, 64])
-def test_the_segment_combine_has_warps_for_the_split_the_host_chose(monkeypatch, num_partitions):
+def test_the_segment_combine_has_threads_for_the_split_the_host_chose(monkeypatch, num_partitions):
     """An even batch's aligned cut gives a sequence about the host's P pieces (16 for
-    8 sequences of 8K keys): a row gets as many warps as a split combine of that P
-    would, and no fewer than two partials' worth; the grid covers every head of
-    every token."""
-    from mla_cupy.render import COMBINE_WARPS, combine_geometry
+    8 sequences of 8K keys): the combine block holds as many partials' groups as a
+    split combine of that P would, and no fewer than two partials' worth."""
+    from mla_cupy.render import combine_threads
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     decode, combine = _launch(16, num_partitions=num_partitions)
     assert decode.grid == (1, 132, 1)
-    grid, block, row_warps = combine_geometry(16, T, max(2, num_partitions))
-    assert combine.grid == grid + (1,) and combine.block == block + (1, 1)
-    assert combine.slots[abi.COMBINE.slot("row_warps")] == row_warps
-    assert grid[0] * COMBINE_WARPS // row_warps >= 16 and grid[1] == T
-    assert combine_geometry(16, T, 16)[2] > combine_geometry(16, T, 2)[2]
+    assert combine.block[0] == combine_threads(max(2, num_partitions))
+    assert combine_threads(16) > combine_threads(2)
 
 
 @pytest.mark.parametrize("case", ["given split", "env partitions", "ring", "num_partitions_in"])

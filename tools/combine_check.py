@@ -1,9 +1,8 @@
 """The split-KV combine against the NumPy reference with a NaN-filled workspace:
 a partial the decode did not write, or one the combine weighs wrongly, shows as
-NaN or a wrong row.  Split counts 2..1100 (one to eight warps a row, more
-partitions than a warp's lanes hold, mostly empty splits), 5/8/16/128 heads (5:
-CTAs with heads past H), bf16 and fp16, on the default kernels and with the
-portable family forced.
+NaN or a wrong row.  Split counts 2..1100 (one to eight groups of 128 threads,
+more partitions than the combine caches, mostly empty splits), 5/8/16/128 heads,
+bf16 and fp16, on the default kernels and with the portable family forced.
 
     PYTHONPATH=.:tests python3 tools/combine_check.py
 """
