@@ -25,7 +25,7 @@ from .render import combine_threads, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
                           sm_count_of_current_device)
-from .schedule import row_tiling
+from .schedule import MAX_PARTITIONS, row_tiling
 from .records import D_V, output_dtype_name
 from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend
 
@@ -237,16 +237,27 @@ def _build_plan(
     cfg = launch_config(key)
     mode = launch_mode()
     segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len)
+    budget = balanced_splits(key, mask, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
+                             segments, host_batch, num_partitions)
+    grid_splits = num_partitions
+    if budget:
+        # the budget of splits as a negative split_len; a sequence may take up to
+        # BALANCED_GRID_FACTOR x the host's P of them (gridDim.y)
+        split_len, grid_splits = -budget, min(MAX_PARTITIONS, BALANCED_GRID_FACTOR * num_partitions)
     with _on_device(device_id):
         decode = get_kernel(key, device_id)
         combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
-            if num_partitions > 1 or segments else None
+            if num_partitions > 1 or segments or budget else None
         o_part = lse_part = None
         seg_info = None
         if segments:
             # partial c + b of each share c and sequence b, then the per-token seg_info
             # (int32[T, 4]) in the lse workspace's tail
             part_rows = (segments + host_batch - 1) * key.tile_rows
+            rows = part_rows + 4 * num_tokens
+        elif budget:
+            # split p of every row, then the per-token seg_info in the lse workspace's tail
+            part_rows = grid_splits * num_tokens * num_heads
             rows = part_rows + 4 * num_tokens
         else:
             rows = num_partitions * num_tokens * num_heads if num_partitions > 1 else 0
@@ -256,11 +267,11 @@ def _build_plan(
         given = dict(zip(ARRAY_PARAMS, (p if x is not None else None for x, p in zip(arrays, ptrs))))
         work = dict(o_part=array_info(o_part)[1] if o_part is not None else None,
                     lse_part=array_info(lse_part)[1] if lse_part is not None else None)
-        if segments:
+        if segments or budget:
             seg_info = work["lse_part"] + 4 * part_rows
         decode_launch = KernelLaunch(
             abi.DECODE, decode, decode.kernel.ptr,
-            (1, segments, 1) if segments else (tiling.grid_x, num_partitions, host_batch),
+            (1, segments, 1) if segments else (tiling.grid_x, grid_splits, host_batch),
             (cfg.num_threads,), cfg.smem_bytes,
             decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
                                scale=scale, num_tokens=num_tokens, num_heads=num_heads,
@@ -272,10 +283,11 @@ def _build_plan(
         if combine is not None:
             combine_launch = KernelLaunch(
                 abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens),
-                (combine_threads(max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else num_partitions),),
+                (combine_threads(max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else grid_splits),),
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
-                                       num_partitions=num_partitions, seg_info=seg_info,
-                                       segment_rows=key.tile_rows if segments else 0), mode,
+                                       num_partitions=grid_splits, seg_info=seg_info,
+                                       segment_rows=key.tile_rows if segments
+                                       else num_tokens * num_heads if budget else 0), mode,
                 programmatic=arch_number(compiler.device_arch(device_id)) >= 90)
 
     def precheck(call_handle, *, fold=fold_shared_index, window=local_window_size):
@@ -514,6 +526,31 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
 
 
 SPLIT_CHOICES = ("auto", "partitions")
+
+# Balanced splits (docs/spec.md section 7): gridDim.y is this many times the host's P,
+# so that a sequence of a ragged batch with several times the mean keys gets
+# several times the mean splits.  (H200, DeepSeek lengths N(8192, 4096), forced P:
+# h64 313 us at P=2, 210 at 4; h128 505 at P=1, 332 at 2: tools/results/NOTES.md.)
+BALANCED_GRID_FACTOR = 2
+
+
+def balanced_splits(key: DecodeKey, mask, scalar_args_buf, num_partitions_in, batch_invariant: bool,
+                    split_len: int, segments: int, host_batch: int, num_partitions: int) -> int:
+    """The budget of splits of balanced mode, 0 where it does not apply: the batch's
+    keys (summed on the device) cut into host_batch x P equal splits, P the host's
+    choice, so that each sequence gets splits in proportion to its keys; a uniform
+    batch gets P each, as before.  For the Hopper ring and seesaw kernels over dense
+    16-bit caches without a window, when the split was the dispatcher's to choose
+    (as segment mode, which the narrow kernel runs instead).
+    MLA_CUPY_SPLIT=partitions keeps the host's P for every sequence."""
+    choice = environment.get(environment.SPLIT) or "auto"
+    if (choice == "partitions" or key.backend is not Backend.HOPPER
+            or key.schedule not in (Schedule.RING, Schedule.SEESAW) or key.sparsity is not Sparsity.DENSE
+            or records.is_byte_record(key.layout) or mask is Mask.SLIDING_WINDOW_CAUSAL or segments
+            or split_len or num_partitions_in is not None or batch_invariant or host_batch < 2
+            or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
+        return 0
+    return host_batch * num_partitions
 
 
 def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx, scale,

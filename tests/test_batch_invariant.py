@@ -39,8 +39,8 @@ def cta_work(seq_len, cache_len, num_heads, tiling, num_partitions, *, page_size
                     page_size * math.ceil(KEYS_PER_TILE / page_size)
                 axis_lo -= axis_lo % granule
                 axis_hi = cache_len + seq_len
-            per_split = (math.ceil(split_len / granule) if split_len
-                         else math.ceil(math.ceil((axis_hi - axis_lo) / granule) / num_partitions))
+            even = math.ceil(math.ceil((axis_hi - axis_lo) / granule) / num_partitions)
+            per_split = max(math.ceil(split_len / granule), even) if split_len else even
             lo = axis_lo + y * per_split * granule
             hi = min(axis_hi, lo + per_split * granule)
             if y == num_partitions - 1:
@@ -127,3 +127,46 @@ def test_pack_keeps_a_given_num_partitions_and_rejects_bad_flags(no_upload):
 def test_update_keeps_the_flag(no_upload):
     sa = SA.pack_scalar_args(3, 2, 100, 16, batch_invariant=True).update(2)
     assert sa.batch_invariant and sa.buffer.tolist() == [2, 2, sa.num_partitions] and sa.split_len
+
+
+# ---- balanced splits (split_len < 0, auto mode of the ring and seesaw; docs/spec.md §7) ----
+
+def balanced_splits(keys, budget, grid_splits, granule):
+    """Per sequence (keys C_b + S_b): (keys a split, splits that hold keys), as
+    sequence.cuh.j2's balanced_split_len and keys.cuh.j2's split_keys compute them."""
+    length = -(-sum(keys) // budget)
+    out = []
+    for k in keys:
+        granules = -(-k // granule)
+        per_split = max(-(-length // granule), -(-granules // grid_splits))
+        out.append((per_split * granule, -(-granules // per_split)))
+    return out
+
+
+@given(st.lists(st.integers(1, 200000), min_size=2, max_size=300), st.integers(1, 16),
+       st.sampled_from([1, 16, 64, 128]))
+def test_balanced_splits_cover_every_key_in_proportion_to_length(keys, host_p, page_size):
+    """Every key of every sequence lies in one of its first `splits` splits, which grid y
+    holds; no split is longer than the batch's mean share or the sequence's own even cut
+    of grid y; the splits of a batch add up to at most the budget plus one a sequence."""
+    from mla_cupy.dispatch import BALANCED_GRID_FACTOR
+    granule = page_size if page_size >= KEYS_PER_TILE else page_size * math.ceil(KEYS_PER_TILE / page_size)
+    budget, grid = len(keys) * host_p, BALANCED_GRID_FACTOR * host_p
+    mean = -(-sum(keys) // budget)
+    counts = balanced_splits(keys, budget, grid, granule)
+    for k, (per, n) in zip(keys, counts):
+        assert 1 <= n <= grid and n * per >= k and (n - 1) * per < k
+        assert per <= max(-(-mean // granule), -(-(-(-k // granule)) // grid)) * granule
+    if all(-(-k // granule) >= grid for k in keys):
+        assert sum(n for _, n in counts) <= budget + len(keys)
+
+
+@given(st.integers(1, 200000), st.integers(2, 300), st.integers(1, 16), st.sampled_from([1, 16, 64]))
+def test_balanced_splits_of_a_uniform_batch_are_the_host_split(keys, batch, host_p, page_size):
+    """A batch of equal lengths gets, in every sequence, the splits the host's P gives."""
+    from mla_cupy.dispatch import BALANCED_GRID_FACTOR
+    granule = page_size if page_size >= KEYS_PER_TILE else page_size * math.ceil(KEYS_PER_TILE / page_size)
+    granules = -(-keys // granule)
+    host_per = -(-granules // host_p)
+    counts = balanced_splits([keys] * batch, batch * host_p, BALANCED_GRID_FACTOR * host_p, granule)
+    assert set(counts) == {(host_per * granule, -(-granules // host_per))}

@@ -187,6 +187,44 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
         monkeypatch.delenv("MLA_CUPY_SPLIT")
 
 
+@pytest.mark.parametrize("mask", ["causal", "null"])
+def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
+    """The ring's and seesaw's balanced splits (split chosen by the dispatcher, a split
+    length from the batch's total keys; docs/spec.md §7): ragged batches where one
+    long sequence takes many splits and short ones one (written directly, the combine
+    leaves them alone), sequences with no new tokens, many sequences (the sum over
+    more than a block's threads), a uniform batch (the host's P each), 64 and 128
+    heads, s_q 2.  Unused cache slots and the workspace hold NaN.  The launch is
+    checked to be balanced (grid y twice the host's P: the splits under
+    MLA_CUPY_BACKEND=portable), and forcing P splits a sequence gives the same answer
+    within the tolerance."""
+    from mla_cupy import dispatch
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setattr(dispatch, "_workspaces", {})
+    batches = [
+        (128, [1] * 6, [40000, 100, 3000, 64, 5000, 1], {}),
+        (64, [1] * 12, list(rng.integers(1, 20000, 12)), {}),
+        (128, [2, 1, 0, 2, 1], [9000, 0, 500, 63, 12000], {}),
+        (64, [1] * 300, list(rng.choice([1, 64, 700, 3000, 30000], 300)), {}),
+        (128, [1] * 8, [4096] * 8, {}),
+        (128, [1, 1, 1], [20000, 30, 900], dict(d_qk=512, dtype=np.float16)),
+    ]
+    for num_heads, seq_lens, cache_lens, kw in batches:
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=num_heads,
+                         page_size=int(rng.choice([16, 64, 128])), mask=mask, sink="random", **kw)
+        _check(case)
+        plans = list(dispatch._eager_plans.values())
+        assert plans, case.describe()
+        if any("_hopper" in p.variant for p in plans):    # (portable: the splits)
+            assert all(p.variant.endswith(("_hopper", "_hopper_seesaw"))
+                       and p.grid[1] == dispatch.BALANCED_GRID_FACTOR * p.num_partitions for p in plans), \
+                ([(p.variant, p.grid, p.num_partitions) for p in plans], case.describe())
+        monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
+        _check(case)
+        monkeypatch.delenv("MLA_CUPY_SPLIT")
+
+
 @pytest.mark.parametrize("num_heads,layout", [(16, "bf16"), (128, "bf16"), (128, "fp8_ds_mla")])
 def test_longest_first_runs_every_sequence_once(compiled_kernels, rng, num_heads, layout):
     """The Hopper kernels hand grid z the sequence of rank z by length

@@ -195,24 +195,49 @@ def test_the_segment_combine_has_threads_for_the_split_the_host_chose(monkeypatc
     assert combine_threads(16) > combine_threads(2)
 
 
-@pytest.mark.parametrize("case", ["given split", "env partitions", "ring", "num_partitions_in"])
-def test_splits_stay_where_segment_mode_does_not_apply(monkeypatch, case):
-    """A split the caller chose, MLA_CUPY_SPLIT=partitions, a kernel other than the
-    narrow one (64 heads: the ring), num_partitions_in: the P splits of grid y."""
+@pytest.mark.parametrize("heads", [16, 64])
+@pytest.mark.parametrize("case", ["given split", "env partitions", "num_partitions_in"])
+def test_splits_stay_where_segment_mode_does_not_apply(monkeypatch, case, heads):
+    """A split the caller chose, MLA_CUPY_SPLIT=partitions, num_partitions_in: the P
+    splits of grid y, for the narrow kernel (16 heads) and the ring (64 heads: no
+    balanced splits either)."""
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    kw, heads, chosen = {}, 16, True
+    kw, chosen = {}, True
     if case == "given split":
         chosen = False
     elif case == "env partitions":
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
-    elif case == "ring":
-        heads = 64
     else:
         kw = dict(num_partitions_in=2)
     decode = _launch(heads, chosen, **kw)[-2]
     assert decode.grid[1:] == (2, B) and decode.slots[abi.DECODE.slot("segment_ctas")] == 0
-    assert decode.slots[abi.DECODE.slot("seg_info")] == 0
+    assert decode.slots[abi.DECODE.slot("seg_info")] == 0 and decode.slots[abi.DECODE.slot("split_len")] == 0
+
+
+@pytest.mark.parametrize("heads,schedule", [(64, "_hopper"), (128, "_hopper_seesaw")])
+@pytest.mark.parametrize("num_partitions", [1, 3])
+def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypatch, heads, schedule, num_partitions):
+    """Balanced mode (docs/spec.md section 7): a budget of B x P splits as a negative
+    split_len, BALANCED_GRID_FACTOR x P of grid y, the combine over every row in
+    segment form (partial p of token t's head h at row p T H + t H + h: segment_rows
+    T x H) from the seg_info in the lse workspace's tail, even at P = 1."""
+    from mla_cupy.dispatch import BALANCED_GRID_FACTOR
+    from mla_cupy.render import combine_threads
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, combine = _launch(heads, num_partitions=num_partitions)
+    grid_y = BALANCED_GRID_FACTOR * num_partitions
+    assert decode.kernel_name.endswith(schedule) and decode.grid[1:] == (grid_y, B)
+    slot = decode.slots
+    # (an int parameter's slot holds its 32 bits)
+    assert slot[abi.DECODE.slot("split_len")] == (-B * num_partitions) & 0xffffffff
+    assert slot[abi.DECODE.slot("segment_ctas")] == 0
+    assert slot[abi.DECODE.slot("seg_info")] == slot[abi.DECODE.slot("lse_part")] + 4 * grid_y * T * heads
+    assert combine.slots[abi.COMBINE.slot("seg_info")] == slot[abi.DECODE.slot("seg_info")]
+    assert combine.slots[abi.COMBINE.slot("segment_rows")] == T * heads
+    assert combine.slots[abi.COMBINE.slot("num_partitions_in")] == grid_y
+    assert combine.block[0] == combine_threads(grid_y) and combine.grid[:2] == (heads, T)
 
 
 def test_a_bad_split_choice_is_an_error_before_any_launch(monkeypatch):

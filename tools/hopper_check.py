@@ -43,6 +43,9 @@ def correctness(quick: bool, schedule: str) -> int:
     for page in pages:
         for mask in ("causal", "null", "sliding_window_causal"):
             cases.append(dict(page_size=page, mask=mask))
+    # ragged batches whose long sequence takes most of the balanced splits (ring: 64 heads)
+    cases += [dict(num_heads=128, seq_lens=[1, 1, 2, 1], cache_lens=[30000, 5, 700, 2000]),
+              dict(num_heads=64, seq_lens=[1, 1, 1, 1, 1], cache_lens=[100, 25000, 3, 0, 4000])]
     cases += [dict(d_qk=512), dict(dtype=np.float16), dict(num_heads=128), dict(num_heads=1),
               dict(num_heads=20, seq_lens=[3, 1, 4, 2]), dict(num_heads=64, seq_lens=[1, 2]),
               dict(sink="random"), dict(num_heads=128, seq_lens=[2, 1], mask="null"),
@@ -57,8 +60,10 @@ def correctness(quick: bool, schedule: str) -> int:
         kw = dict(kw)
         n = int(rng.integers(1, 6))
         seq_lens = kw.pop("seq_lens", list(rng.integers(1, 4, size=n)))
-        cache_lens = list(rng.integers(0, 3000, size=len(seq_lens)))
-        cache_lens[0] = 0 if len(seq_lens) > 2 else cache_lens[0]
+        cache_lens = kw.pop("cache_lens", None)
+        if cache_lens is None:
+            cache_lens = list(rng.integers(0, 3000, size=len(seq_lens)))
+            cache_lens[0] = 0 if len(seq_lens) > 2 else cache_lens[0]
         mask = kw.pop("mask", "causal")
         window = int(rng.integers(1, 1500)) if mask == "sliding_window_causal" else -1
         kw.setdefault("num_heads", int(rng.choice([16, 32, 128])))
