@@ -238,7 +238,7 @@ def _build_plan(
     mode = launch_mode()
     segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len)
     budget = balanced_splits(key, mask, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
-                             segments, host_batch, num_partitions)
+                             segments, host_batch, tiling.grid_x, num_partitions)
     grid_splits = num_partitions
     if budget:
         # the budget of splits as a negative split_len; a sequence may take up to
@@ -535,19 +535,25 @@ BALANCED_GRID_FACTOR = 2
 
 
 def balanced_splits(key: DecodeKey, mask, scalar_args_buf, num_partitions_in, batch_invariant: bool,
-                    split_len: int, segments: int, host_batch: int, num_partitions: int) -> int:
+                    split_len: int, segments: int, host_batch: int, grid_x: int, num_partitions: int) -> int:
     """The budget of splits of balanced mode, 0 where it does not apply: the batch's
     keys (summed on the device) cut into host_batch x P equal splits, P the host's
     choice, so that each sequence gets splits in proportion to its keys; a uniform
     batch gets P each, as before.  For the Hopper ring and seesaw kernels over dense
     16-bit caches without a window, when the split was the dispatcher's to choose
-    (as segment mode, which the narrow kernel runs instead).
-    MLA_CUPY_SPLIT=partitions keeps the host's P for every sequence."""
+    (as segment mode, which the narrow kernel runs instead), and the host's grid
+    (host_batch x grid_x row tiles x P) fits one wave, one CTA an SM: there the
+    longest sequence sets the time.  Over several waves longest-first ordering
+    already balances a ragged batch, and the extra splits cost more than they save
+    (H200, b128 s_q 2 h128 lengths N(8192, 4096): 1137 us balanced, 1075 not;
+    tools/results/NOTES.md).  MLA_CUPY_SPLIT=partitions keeps the host's P for every
+    sequence."""
     choice = environment.get(environment.SPLIT) or "auto"
     if (choice == "partitions" or key.backend is not Backend.HOPPER
             or key.schedule not in (Schedule.RING, Schedule.SEESAW) or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout) or mask is Mask.SLIDING_WINDOW_CAUSAL or segments
             or split_len or num_partitions_in is not None or batch_invariant or host_batch < 2
+            or host_batch * grid_x * num_partitions > sm_count_of_current_device()
             or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
         return 0
     return host_batch * num_partitions
