@@ -7,7 +7,7 @@
 #     vs P splits: uniform one-wave rows +3-4% (ds h64 192.4 / 186.3, ds h128 287.1 / 275.4,
 #     b32 h128 105.3 / 101.1), ragged -15/-34%.  Prediction: the uniform rows back within 1%
 #     of the P splits (no ranking in any CTA: ~1-2 us a CTA), ragged rows unchanged +-2%.
-# (c) the checked-mode NaN case (session16_diag_checked_nan.py --gpu): which tokens turn NaN.
+# (c) the checked-mode test at the seed that failed in session 16 (the _finite_cache fix).
 # Usage (device, repository root): OUT=$OUT bash tools/results/next_session17_call1.sh
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
@@ -16,7 +16,7 @@ L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 PYTHONPATH=. timeout 100 python3 tools/warm_kernel_cache.py 2>&1 | tail -1 >> "$L"; say "warm"
 PYTHONPATH=.:tests timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py -k balanced \
   > $OUT/tests.txt 2>&1; say "test_balanced_splits exit $? $(tail -1 $OUT/tests.txt)"
-PYTHONPATH=.:tests timeout 60 python3 tools/results/session16_diag_checked_nan.py --gpu 2>&1 | grep "None" >> "$L"
+MLA_CUPY_SEED=4710371379438756716 PYTHONPATH=.:tests timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_hardening.py -k random_corruptions 2>&1 | tail -1 >> "$L"
 rm -rf /tmp/bo && cp -r . /tmp/bo && (cd /tmp/bo && git apply tools/results/next_balanced_batch_order.patch) || say "apply failed"
 (cd /tmp/bo && PYTHONPATH=. timeout 120 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_bo.txt 2>&1; \
   PYTHONPATH=. timeout 120 python3 tools/hopper_check.py --schedule ring >> $OUT/check_bo.txt 2>&1); say "checks $(grep -c FAIL $OUT/check_bo.txt) FAIL lines"

@@ -17,7 +17,8 @@ for trial in range(12):
     for _ in range(int(rng.integers(1, 4))):
         ai = int(rng.integers(0, len(arrays)))
         flat = arrays[ai].reshape(-1)
-        i = int(rng.integers(0, flat.size)); v = rng.choice([-2, -1, 0, 5, 400, 2**31 - 1])
+        # (the test's `flat[int(rng.integers(..))] = rng.choice(..)` draws the value first)
+        v = rng.choice([-2, -1, 0, 5, 400, 2**31 - 1]); i = int(rng.integers(0, flat.size))
         flat[i] = v; changes.append((names[ai], i, int(v)))
     q_max = max(0, int(np.diff(case.input_row_offsets.astype(np.int64)).max()))
     exp = checked.find_violation(**checked_mode_inputs(case, q_max_seq_len=q_max))
