@@ -197,7 +197,7 @@ def _finite_cache(case):
     """The case with its unused cache rows 0 instead of NaN.  A corruption the rules
     accept may point a visible key at an unused row (an index or page id in range),
     which breaks the caller's contract (a visible key refers to finite values,
-    docs/spec.md §9): NaN is then a right answer, and the kernels and the reference
+    docs/spec.md §11, precondition 6): NaN is then a right answer, and the kernels and the reference
     place it differently (the kernels count a row whose sum is NaN as empty).
     MLA_CUPY_SEED=4710371379438756716 drew such a case (tools/results/NOTES.md,
     session 16).  With finite rows every accepted input must give finite output."""
