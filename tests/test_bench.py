@@ -588,3 +588,11 @@ def test_ncu_compare_tables_kernels_of_both_sides_by_metric():
     assert time_line.split()[1:] == ["539.90", "12.00", "430.40", "12.00"]
     assert any(line.startswith("stall barrier") for line in lines)
     assert nc.read_raw("no profile\n") == []
+
+
+def test_ncu_compare_refuses_an_unknown_case_and_peer():
+    nc = _tool("ncu_compare")
+    with pytest.raises(ValueError, match="CASE: expected a named case"):
+        nc.main(["no_such_case", "--peer", "flashmla"])
+    with pytest.raises(ValueError, match="--peer: expected one of"):
+        nc.main(["b8_h16_s8192", "--peer", "no_such_peer"])

@@ -50,6 +50,21 @@ def format_summary(case: str, times: dict[str, list[float]]) -> list[str]:
             f"best {min(v):8.1f}" for name, v in times.items()]
 
 
+def check_arguments(cases, peer: str | None) -> None:
+    """Named cases and an importable peer (None: ours), before anything runs: a
+    ValueError naming the argument (ncu_compare.py checks its own the same way)."""
+    from mla_cupy import bench, peers
+    for name in cases:
+        if name not in bench.NAMED_CASES:
+            raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
+    if peer is not None:
+        if peer not in peers.PEERS:
+            raise ValueError(f"--peer: expected one of {sorted(peers.PEERS)}, got {peer!r}")
+        why = peers.PEERS[peer].available()
+        if why:
+            raise ValueError(f"--peer {peer}: {why}")
+
+
 def child(case_name: str, calls: int, peer: str | None = None) -> None:
     """The profiled process: one warm-up call, then `calls` calls, each synchronised."""
     import cupy
@@ -81,16 +96,7 @@ def main(argv=None) -> int:
     if a.child:
         child(a.child, a.calls, a.peer)
         return 0
-    from mla_cupy import bench, peers
-    if a.peer is not None:
-        if a.peer not in peers.PEERS:
-            raise ValueError(f"--peer: expected one of {sorted(peers.PEERS)}, got {a.peer!r}")
-        why = peers.PEERS[a.peer].available()
-        if why:
-            raise ValueError(f"--peer {a.peer}: {why}")
-    for name in a.cases:
-        if name not in bench.NAMED_CASES:
-            raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
+    check_arguments(a.cases, a.peer)
     if a.calls < 1:
         raise ValueError(f"--calls: expected at least 1, got {a.calls}")
     for name in a.cases:

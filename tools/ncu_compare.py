@@ -120,12 +120,9 @@ def main(argv=None) -> int:
                 texts.append(f.read())
         print("\n".join(side_by_side("ours", read_raw(texts[0]), a.peer, read_raw(texts[1]))))
         return 0
-    from mla_cupy import bench, peers
-    for name in a.cases:
-        if name not in bench.NAMED_CASES:
-            raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
-    if a.peer not in peers.PEERS:
-        raise ValueError(f"--peer: expected one of {sorted(peers.PEERS)}, got {a.peer!r}")
+    sys.path.insert(0, HERE)
+    from kernel_times import check_arguments
+    check_arguments(a.cases, a.peer)
     os.makedirs(a.out, exist_ok=True)
     for name in a.cases:
         texts = {}
