@@ -566,6 +566,14 @@ def test_ncu_hotspots_sums_by_reason_opcode_and_instruction(capsys):
     assert len(out) == 5
 
 
+def test_ncu_hotspots_refuses_an_unknown_case_and_peer_before_ncu():
+    hs = _tool("ncu_hotspots")
+    with pytest.raises(ValueError, match="CASE: expected a named case"):
+        hs.main(["no_such_case", "seesaw"])
+    with pytest.raises(ValueError, match="--peer: expected one of"):
+        hs.main(["b8_h16_s8192", "splitkv", "--peer", "no_such_peer"])
+
+
 # ---- tools/ncu_compare.py: raw pages of ours and a peer's, side by side ----
 
 RAW_CSV = '''"ID","Process ID","Kernel Name","gpu__time_duration.sum","smsp__inst_executed.sum","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","dram__bytes_read.sum"

@@ -10,7 +10,7 @@ A warp-specialised kernel shows each warpgroup's waits on its own instructions
 (the producer's loads and mbarrier waits, the math warpgroups' named barriers
 and wgmma waits), which is what the per-kernel stall ratios cannot separate.
 
-    PYTHONPATH=. python3 tools/ncu_hotspots.py CASE KERNEL_REGEX [--top 40] [--out DIR]
+    PYTHONPATH=. python3 tools/ncu_hotspots.py CASE KERNEL_REGEX [--top 40] [--out DIR] [--peer NAME]
     python3 tools/ncu_hotspots.py - - --csv hotspots_source.csv.gz     (a saved CSV, no GPU)
 """
 import argparse
@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 
-def run_ncu(case, kernel, out_dir):
+def run_ncu(case, kernel, out_dir, peer=None):
     rep = os.path.join(out_dir, "hotspots")
     # The calls of kernel_times.py's child (one warm-up, then synchronised calls), not
     # bench.py: the bench's head-of-queue spin kernel waits seconds under ncu.
@@ -30,7 +30,7 @@ def run_ncu(case, kernel, out_dir):
            "--launch-skip", "1", "--launch-count", "1",
            "--section", "WarpStateStats", "--section", "SourceCounters",
            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_times.py"),
-           "--child", case, "--calls", "2"]
+           "--child", case, "--calls", "2"] + (["--peer", peer] if peer else [])
     os.makedirs(out_dir, exist_ok=True)   # ncu -o does not create it
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -107,20 +107,24 @@ def report(csv_text, top):
               f"{r[col['Source']].strip()[:64]:64s}  {why}")
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("case", help="bench case name (tools/bench.py --list)")
     p.add_argument("kernel", help="regex of the kernel's name")
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--out", default="/tmp", help="where the .ncu-rep and the CSV go")
     p.add_argument("--csv", help="report a saved source-page CSV (.gz too) instead of profiling (no GPU)")
-    args = p.parse_args()
+    p.add_argument("--peer", help="profile this peer's call of the case instead of ours (flashmla, flashinfer)")
+    args = p.parse_args(argv)
     if args.csv:
         opener = gzip.open if args.csv.endswith(".gz") else open
         with opener(args.csv, "rt") as f:
             report(f.read(), args.top)
         return
-    text = run_ncu(args.case, args.kernel, args.out)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kernel_times
+    kernel_times.check_arguments([args.case], args.peer)   # before ncu runs
+    text = run_ncu(args.case, args.kernel, args.out, args.peer)
     with open(os.path.join(args.out, "hotspots_source.csv"), "w") as f:
         f.write(text)
     report(text, args.top)
