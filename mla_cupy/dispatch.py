@@ -261,6 +261,11 @@ def _build_plan(
             rows = part_rows + 4 * num_tokens
         else:
             rows = num_partitions * num_tokens * num_heads if num_partitions > 1 else 0
+        if segments or budget:
+            # seg_info holds int4 records: its offset rounded up to 16 bytes (an odd
+            # grid_splits x T x H put it off alignment: misaligned address, session 17)
+            part_rows = -(-part_rows // 4) * 4
+            rows = part_rows + 4 * num_tokens
         if rows:
             o_part, lse_part = (_owned_workspace(rows) if owned_workspace
                                 else _workspace(device_id, handle, rows))

@@ -240,6 +240,22 @@ def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypat
     assert combine.block[0] == combine_threads(grid_y) and combine.grid[:2] == (heads, T)
 
 
+@pytest.mark.parametrize("heads", [1, 3, 5])
+def test_seg_info_is_16_byte_aligned_whatever_the_rows(monkeypatch, heads):
+    """seg_info's int4 records follow grid_splits x T x H partial rows in the lse
+    workspace: with an odd T x H (one head, pages TMA cannot load, so the ring takes
+    balanced splits at P = 1) that offset was not a multiple of 16 bytes, and the
+    kernels' int4 stores faulted with a misaligned address on the H200 (session 17)."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, combine = _launch(heads, page_size=3, num_partitions=1)
+    slot = decode.slots
+    assert decode.kernel_name.endswith("_hopper") and decode.grid[1] == 2, (decode.kernel_name, decode.grid)
+    lse_part, seg_info = slot[abi.DECODE.slot("lse_part")], slot[abi.DECODE.slot("seg_info")]
+    assert seg_info % 16 == 0 and seg_info - lse_part >= 4 * 2 * T * heads
+    assert combine.slots[abi.COMBINE.slot("seg_info")] == seg_info
+
+
 def test_a_bad_split_choice_is_an_error_before_any_launch(monkeypatch):
     monkeypatch.setenv("MLA_CUPY_SPLIT", "shares")
     with pytest.raises(ValueError, match="MLA_CUPY_SPLIT: expected one of"):
