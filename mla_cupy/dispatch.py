@@ -250,22 +250,17 @@ def _build_plan(
             if num_partitions > 1 or segments or budget else None
         o_part = lse_part = None
         seg_info = None
-        if segments:
-            # partial c + b of each share c and sequence b, then the per-token seg_info
-            # (int32[T, 4]) in the lse workspace's tail
-            part_rows = (segments + host_batch - 1) * key.tile_rows
-            rows = part_rows + 4 * num_tokens
-        elif budget:
-            # split p of every row, then the per-token seg_info in the lse workspace's tail
-            part_rows = grid_splits * num_tokens * num_heads
+        if segments or budget:
+            # segment mode: partial c + b of each share c and sequence b; balanced: split p
+            # of every row.  Then the per-token seg_info (int32[T, 4]) in the lse
+            # workspace's tail, from a 16-byte boundary: the kernels store int4 records
+            # (an odd grid_splits x T x H faulted, misaligned address: session 17)
+            part_rows = ((segments + host_batch - 1) * key.tile_rows if segments
+                         else grid_splits * num_tokens * num_heads)
+            part_rows = -(-part_rows // 4) * 4
             rows = part_rows + 4 * num_tokens
         else:
             rows = num_partitions * num_tokens * num_heads if num_partitions > 1 else 0
-        if segments or budget:
-            # seg_info holds int4 records: its offset rounded up to 16 bytes (an odd
-            # grid_splits x T x H put it off alignment: misaligned address, session 17)
-            part_rows = -(-part_rows // 4) * 4
-            rows = part_rows + 4 * num_tokens
         if rows:
             o_part, lse_part = (_owned_workspace(rows) if owned_workspace
                                 else _workspace(device_id, handle, rows))
