@@ -256,6 +256,25 @@ def test_seg_info_is_16_byte_aligned_whatever_the_rows(monkeypatch, heads):
     assert combine.slots[abi.COMBINE.slot("seg_info")] == seg_info
 
 
+@pytest.mark.parametrize("heads", [1, 3, 7, 20, 33, 64, 128])
+@pytest.mark.parametrize("page_size", [3, 16, 64])
+@pytest.mark.parametrize("num_partitions", [1, 2, 3])
+def test_every_seg_info_lies_on_a_16_byte_boundary(monkeypatch, heads, page_size, num_partitions):
+    """Whichever schedule and split a launch takes (segment mode, balanced splits, P
+    splits), a seg_info it passes lies on a 16-byte boundary of the lse workspace, after
+    every partial row, and the combine reads the same one."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    launches = _launch(heads, page_size=page_size, num_partitions=num_partitions)
+    decode = launches[0]
+    seg_info = decode.slots[abi.DECODE.slot("seg_info")]
+    if seg_info:
+        assert seg_info % 16 == 0, (decode.kernel_name, decode.grid, seg_info)
+        assert seg_info - decode.slots[abi.DECODE.slot("lse_part")] >= 4 * decode.grid[1] * T * heads \
+            or decode.slots[abi.DECODE.slot("segment_ctas")], decode.kernel_name
+        assert launches[1].slots[abi.COMBINE.slot("seg_info")] == seg_info
+
+
 def test_a_bad_split_choice_is_an_error_before_any_launch(monkeypatch):
     monkeypatch.setenv("MLA_CUPY_SPLIT", "shares")
     with pytest.raises(ValueError, match="MLA_CUPY_SPLIT: expected one of"):
