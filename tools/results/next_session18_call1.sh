@@ -9,6 +9,9 @@
 # 251 registers (240 before), no spills.  Prediction: b128 h128 533 -> 490-510 us, ds h128
 # uniform / ragged and b32 h128 -3 to -8%, varlen alike; ds h64 (the ring) unchanged.
 # Then the patched kernel's hotspots: the mbarrier-poll share (call 1: 25%) should fall.
+# Last, session 17's seg_info alignment fix (f089246) on the GPU: hopper_check at the seed
+# that crashed (case 20, misaligned address) and the balanced-splits test (its one-head,
+# page-3 batch is new).
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
@@ -22,4 +25,8 @@ for r in 1 2; do
 done
 (cd /tmp/pf && PYTHONPATH=. timeout 100 python3 tools/ncu_hotspots.py b128_h128_s8192 hopper_seesaw --top 30 --out /tmp/hs_pf \
   > $OUT/hotspots_pf.txt 2>&1); say "hotspots exit $?"
+MLA_CUPY_SEED=2206398199 PYTHONPATH=. timeout 100 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_seed.txt 2>&1
+say "hopper_check seesaw seed 2206398199 exit $? $(tail -1 $OUT/check_seed.txt)"
+PYTHONPATH=.:tests timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py -k balanced \
+  > $OUT/tests.txt 2>&1; say "balanced test exit $? $(tail -1 $OUT/tests.txt)"
 cat "$L"; head -4 $OUT/hotspots_pf.txt
