@@ -574,6 +574,45 @@ def test_ncu_hotspots_refuses_an_unknown_case_and_peer_before_ncu():
         hs.main(["b8_h16_s8192", "splitkv", "--peer", "no_such_peer"])
 
 
+# ---- tools/hopper_check.py: a crashing case named, and replayed alone ----
+
+def _fake_checks(monkeypatch, crash_at=None):
+    """testing.check_case replaced (no GPU): records each case's description, passes,
+    and raises at call number `crash_at`."""
+    from mla_cupy import testing
+    seen = []
+
+    class Ok:
+        ok, message = True, "fake"
+
+    def fake(case, num_partitions=None, **kw):
+        seen.append((case.describe(), num_partitions))
+        if len(seen) == crash_at:
+            raise RuntimeError("misaligned address (fake)")
+        return (Ok(),)
+    monkeypatch.setattr(testing, "check_case", fake)
+    return seen
+
+
+def test_hopper_check_names_a_crashing_case_and_replays_it_alone(monkeypatch, capsys):
+    hc = _tool("hopper_check")
+    monkeypatch.setenv("MLA_CUPY_SEED", "2206398199")
+    # the tool sets these two for its process: restored after the test
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "hopper")
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "seesaw")
+    seen = _fake_checks(monkeypatch, crash_at=4)       # case 1's first launch (3 a case)
+    with pytest.raises(RuntimeError, match="misaligned"):
+        hc.main(["--schedule", "seesaw"])
+    crash = [line for line in capsys.readouterr().err.splitlines() if line.startswith("CRASH")]
+    assert crash == [f"CRASH case 1 P=None {seen[3][0]}: RuntimeError: misaligned address (fake)"]
+    # every case drawn as in the full run, only the named one checked
+    full = _fake_checks(monkeypatch)
+    assert hc.main(["--schedule", "seesaw"]) == 0
+    alone = _fake_checks(monkeypatch)
+    assert hc.main(["--schedule", "seesaw", "--case", "20"]) == 0
+    assert alone == full[60:63] and len({d for d, _ in alone}) == 1 and "H=1 " in alone[0][0]
+
+
 # ---- tools/ncu_compare.py: raw pages of ours and a peer's, side by side ----
 
 RAW_CSV = '''"ID","Process ID","Kernel Name","gpu__time_duration.sum","smsp__inst_executed.sum","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","dram__bytes_read.sum"

@@ -2,7 +2,10 @@
 thing to run after a change to kernels/hopper/.
 
 Usage (GPU machine, from the checkout):
-    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|narrow]
+    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|narrow] [--case N]
+
+A case that crashes (a kernel fault) is named on stderr (CRASH ...); rerun it alone with
+the seed the run printed: MLA_CUPY_SEED=<seed> ... --schedule S --case N.
 
 Each schedule (variants.Schedule, forced through MLA_CUPY_HOPPER_SCHEDULE; all
 by default) runs the whole list (narrow: its row groups of 32 rows at most).
@@ -30,7 +33,20 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from mla_cupy import environment  # noqa: E402
 
 
-def correctness(quick: bool, schedule: str) -> int:
+def run_check(label: str, case, p) -> object:
+    """testing.check_case, naming the case on stderr if it raises: a kernel fault
+    (misaligned address, illegal address) surfaces at the next copy and leaves the
+    context unusable, so the run stops there and this line says which case it was."""
+    from mla_cupy import testing
+    try:
+        cmp, *_ = testing.check_case(case, num_partitions=p)   # with lse and lse=None
+    except Exception as e:
+        print(f"CRASH {label} P={p} {case.describe()}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        raise
+    return cmp
+
+
+def correctness(quick: bool, schedule: str, only: int | None = None) -> int:
     from mla_cupy import testing
     seed = int(environment.get(environment.SEED) or np.random.SeedSequence().entropy % 2**32)
     rng = np.random.default_rng(seed)
@@ -75,7 +91,9 @@ def correctness(quick: bool, schedule: str) -> int:
                                  window=window, **kw)
         # P None: the dispatcher's split (the narrow kernel: equal shares, segment mode)
         for p in (None, 1, int(rng.integers(2, 9))):
-            cmp, *_ = testing.check_case(case, num_partitions=p)   # with lse and lse=None
+            if only is not None and i != only:   # (every case drawn: the seed replays)
+                continue
+            cmp = run_check(f"case {i}", case, p)
             fails += not cmp.ok
             print(f"{'PASS' if cmp.ok else 'FAIL'} case {i} P={p} {case.describe()}: {cmp.message}",
                   flush=True)
@@ -106,22 +124,25 @@ def correctness(quick: bool, schedule: str) -> int:
                                         indices_stride=stride, page_size=int(rng.choice([1, 16, 64])),
                                         **kw)
         for p in (1, int(rng.integers(2, 9))):
-            cmp, *_ = testing.check_case(case, num_partitions=p)
+            if only is not None:                 # --case names a dense case
+                continue
+            cmp = run_check(f"sparse case {i}", case, p)
             fails += not cmp.ok
             print(f"{'PASS' if cmp.ok else 'FAIL'} sparse case {i} P={p} stride={stride} "
                   f"{case.describe()}: {cmp.message}", flush=True)
     return fails
 
 
-def main() -> int:
+def main(argv=None) -> int:
     os.environ[environment.BACKEND] = "hopper"   # an error wherever the family would not run
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--schedule", choices=("ring", "seesaw", "narrow"), action="append",
                     help="a schedule to check (repeatable; default all)")
-    a = ap.parse_args()
+    ap.add_argument("--case", type=int, help="run only this dense case (with MLA_CUPY_SEED: a replay)")
+    a = ap.parse_args(argv)
     t0 = time.time()
-    fails = sum(correctness(a.quick, s) for s in a.schedule or ("ring", "seesaw", "narrow"))
+    fails = sum(correctness(a.quick, s, a.case) for s in a.schedule or ("ring", "seesaw", "narrow"))
     print(f"correctness: {fails} failures ({time.time() - t0:.0f} s)", flush=True)
     return 1 if fails else 0
 
