@@ -17,7 +17,7 @@ import numpy as np
 from . import abi, checked, compiler, environment, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
-from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch,
+from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch, check_aligned,
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper
@@ -206,6 +206,7 @@ def _build_plan(
                          scalar_args_buf, q_scale_ptr, main_scales, sparse)
     infos = [array_info(x) for x in arrays]
     ptrs = tuple(p for _, p in infos)
+    check_aligned(ptrs)   # before a tensor map is encoded from them
     sig_q, sig_out = infos[0][0], infos[1][0]
     sig_lse = infos[2][0] if lse is not None else ("float32", (num_tokens, num_heads), True, sig_q[3])
     plan_args = dict(device_id=device_id, num_partitions=num_partitions,

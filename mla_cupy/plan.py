@@ -34,6 +34,19 @@ ARRAY_PARAMS = ("q", "out", "lse", "input_row_offsets", "blocks", "lookup_table"
                 "logical_indices", "extra_blocks", "extra_d_indices", "extra_topk_lengths",
                 "extra_scales")
 RUN_ARRAYS = 3
+# Arrays the kernels move in 16-byte pieces (cp.async, bulk and TMA copies, uint4 stores):
+# their addresses must be 16-byte aligned.  (index in ARRAY_PARAMS, the argument's name)
+ALIGNED_16 = tuple((ARRAY_PARAMS.index(param), name) for param, name in (
+    ("q", "q"), ("out", "output"), ("blocks", "kv_collection.blocks"), ("extra_blocks", "extra_k.blocks")))
+
+
+def check_aligned(ptrs) -> None:
+    """ValueError naming the first array of ALIGNED_16 among ``ptrs`` (addresses in
+    ARRAY_PARAMS order; a prefix of them for plan.run) that lies off 16 bytes."""
+    for i, name in ALIGNED_16:
+        if i < len(ptrs) and ptrs[i] and ptrs[i] % 16:
+            raise ValueError(f"{name}: expected a 16-byte aligned address (the kernels move 16-byte "
+                             f"pieces), got {ptrs[i]:#x}, {ptrs[i] % 16} bytes past a boundary")
 # The argument each per-call array is named by in messages.
 _RUN_NAMES = ("q", "output", "lse")
 LAUNCH_MODES = ("driver", "cupy")
@@ -335,6 +348,7 @@ class DecodePlan:
             self._stream = stream
 
     def _write(self, ptrs, run_only: bool) -> None:
+        check_aligned(ptrs)   # (new addresses only: a decode loop's same arrays are checked once)
         for k in self._launches:
             slots = k.slots
             for s, i in (k.run_slots if run_only else k.array_slots):

@@ -109,10 +109,11 @@ def encode_kv_map(address: int, dtype: str, num_blocks: int, num_layers: int, pa
 class KvMapSource:
     """A plan's rule for its decode kernel's (kv_box_rows, kv_map) from the
     cache's address: a plan re-derives them whenever a call brings another
-    cache array (the memoised entry points), before launching anything.  An
-    address TMA cannot use (not 16-byte aligned) gets no map: the kernel then
-    loads with cp.async.  ``required``: the kernel loads by TMA only (the
-    seesaw), so a page size or an address TMA cannot use is an error."""
+    cache array (the memoised entry points), before launching anything.  A page
+    size TMA cannot use gets no map: the kernel then loads with cp.async.
+    ``required``: the kernel loads by TMA only (the seesaw), so such a page size
+    is an error.  (An address off 16 bytes never gets here: the plan refuses it,
+    plan.check_aligned.)"""
 
     def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int,
                  required: bool = False):
@@ -124,9 +125,6 @@ class KvMapSource:
                              f"and expects a multiple of {TILE_KEYS}, or 8 or 16, got {page_size}")
 
     def for_address(self, address: int) -> tuple[int, bytes]:
-        if self.rows == 0 or address % 16:
-            if self.required:
-                raise ValueError(f"kv_collection.blocks: the seesaw kernel loads by TMA and expects a "
-                                 f"16-byte aligned address, got {address:#x}")
+        if self.rows == 0:   # (required: the constructor refused the page size)
             return 0, NO_MAP
         return self.rows, encode_kv_map(address, *self.args)

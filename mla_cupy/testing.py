@@ -863,15 +863,18 @@ class FakeCudaArray:
     ``__cuda_array_interface__`` and a distinct address (of a small host
     buffer; nothing ever dereferences it).  ``device``: the id its ``device``
     reports (None: no ``device`` attribute, as some CUDA arrays have none);
-    ``contiguous=False`` gives every other element of the last axis.  For CPU
-    tests of validation and planning and ``tools/host_cost.py --stub``."""
+    ``contiguous=False`` gives every other element of the last axis; the address
+    lies ``offset`` bytes past a 16-byte boundary (0: aligned, as CuPy's and
+    torch's allocations are).  For CPU tests of validation and planning and
+    ``tools/host_cost.py --stub``."""
 
-    def __init__(self, shape, dtype, device: int | None = 0, *, contiguous: bool = True):
+    def __init__(self, shape, dtype, device: int | None = 0, *, contiguous: bool = True, offset: int = 0):
         self.shape = tuple(int(s) for s in shape)
         if device is not None:
             self.device = _FakeDevice(device)
         self.dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
-        self._host = np.empty(8, np.uint8)            # owns the address
+        self._host = np.empty(48, np.uint8)           # owns the address
+        address = (self._host.ctypes.data + 15) // 16 * 16 + offset
         strides, acc = [], self.dtype.itemsize
         for s in reversed(self.shape):
             strides.append(acc)
@@ -881,7 +884,7 @@ class FakeCudaArray:
             self.strides = tuple(2 * s for s in self.strides)
         self.flags = _CONTIGUOUS if contiguous else _STRIDED
         self.__cuda_array_interface__ = {"shape": self.shape, "typestr": self.dtype.str,
-                                         "data": (self._host.ctypes.data, False),
+                                         "data": (address, False),
                                          "strides": None if contiguous else self.strides, "version": 3}
 
     @property

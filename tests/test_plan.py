@@ -187,6 +187,38 @@ def test_run_rejects_another_device_and_non_contiguous(launches):
     assert launches == []
 
 
+@pytest.mark.parametrize("name", ["q", "output", "kv_collection.blocks"])
+def test_an_address_off_16_bytes_is_an_error_before_any_launch(launches, name):
+    """q, output and the caches' blocks move in 16-byte pieces: an array whose address
+    lies off a 16-byte boundary (a view at an odd element offset) is refused, naming
+    it, by the entry (planning or memoised) and by plan.run; the kernels would fault."""
+    bad = dict(q=F((T, H, 576), "bfloat16", offset=2), output=F((T, H, 512), "bfloat16", offset=8))
+    args = dense_args()
+    if name == "kv_collection.blocks":
+        args["kv_collection"] = PagedKVCollection(F((12, PAGE, 576), "bfloat16", offset=4), F((B, 5), np.int32),
+                                                  F((B,), np.int32), PAGE, max_cache_length=300)
+    else:
+        args[name] = bad[name]
+    message = f"^{name}: expected a 16-byte aligned address .*, got 0x[0-9a-f]+, [248] bytes past a boundary"
+    with pytest.raises(ValueError, match=message):
+        generic_flare_mla_decode_kv_cache_ragged(**args)
+    assert launches == []
+    aligned = dense_args()
+    generic_flare_mla_decode_kv_cache_ragged(**aligned)            # memoised from here
+    n = len(launches)
+    assert n > 0
+    if name != "kv_collection.blocks":
+        with pytest.raises(ValueError, match=message):
+            generic_flare_mla_decode_kv_cache_ragged(**dict(aligned, **{name: bad[name]}))
+        plan = plan_decode(**aligned)
+        with pytest.raises(ValueError, match=message):
+            plan.run(bad.get("q") if name == "q" else aligned["q"],
+                     bad.get("output") if name == "output" else aligned["output"])
+    assert len(launches) == n
+    generic_flare_mla_decode_kv_cache_ragged(**aligned)            # a refusal leaves nothing behind
+    assert len(launches) == 2 * n
+
+
 def test_run_takes_lse_the_plan_did_not_have_and_streams(launches):
     args = dense_args(num_partitions=1)
     plan = plan_decode(**args)
