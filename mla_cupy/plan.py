@@ -38,8 +38,6 @@ RUN_ARRAYS = 3
 # their addresses must be 16-byte aligned.  (index in ARRAY_PARAMS, the argument's name)
 ALIGNED_16 = tuple((ARRAY_PARAMS.index(param), name) for param, name in (
     ("q", "q"), ("out", "output"), ("blocks", "kv_collection.blocks"), ("extra_blocks", "extra_k.blocks")))
-
-
 _Q, _OUT, _BLOCKS, _EXTRA_BLOCKS = (i for i, _ in ALIGNED_16)
 
 
@@ -54,6 +52,8 @@ def check_aligned(ptrs) -> None:
         if i < len(ptrs) and ptrs[i] and ptrs[i] % 16:
             raise ValueError(f"{name}: expected a 16-byte aligned address (the kernels move 16-byte "
                              f"pieces), got {ptrs[i]:#x}, {ptrs[i] % 16} bytes past a boundary")
+
+
 # The argument each per-call array is named by in messages.
 _RUN_NAMES = ("q", "output", "lse")
 LAUNCH_MODES = ("driver", "cupy")
