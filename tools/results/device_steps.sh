@@ -8,3 +8,15 @@ bench() {
   timeout "${BENCH_TIMEOUT:-80}" python3 tools/bench.py $C --repeats "${REPEATS:-20}" --check-seqs 2 2>&1 \
     | grep -v "^#" | cut -c1-100 >> "$L"
 }
+# A copy of the tree at DIR with PATCH (a file in tools/results/) applied (session 17 on)
+patched() {
+  rm -rf "$1" && cp -r . "$1" && (cd "$1" && git apply "tools/results/$2") || say "apply $2 failed"
+}
+# ROUNDS (default 2) rounds of C: HEAD, then the tree at DIR, labelled LABEL (session 17 on)
+compare_rounds() {
+  local r
+  for r in $(seq "${ROUNDS:-2}"); do
+    echo "== HEAD ($r)" >> "$L"; PYTHONPATH=. bench; say bench
+    echo "== $1 ($r)" >> "$L"; (cd "$2" && PYTHONPATH=. bench); say bench
+  done
+}

@@ -15,14 +15,11 @@
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
-. tools/results/device_steps.sh   # say, bench
-rm -rf /tmp/pf && cp -r . /tmp/pf && (cd /tmp/pf && git apply tools/results/next_seesaw_l2_prefetch.patch) || say "apply failed"
+. tools/results/device_steps.sh   # say, bench, patched, compare_rounds
+patched /tmp/pf next_seesaw_l2_prefetch.patch
 (cd /tmp/pf && PYTHONPATH=. timeout 100 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_pf.txt 2>&1); say "check pf exit $? $(tail -1 $OUT/check_pf.txt)"
 C="b128_h128_s8192 ds_h128_sq1_uniform ds_h128_sq1_ragged b32_h128_s4096 b128_sq2_h128_varlen_causal ds_h64_sq1_uniform"
-for r in 1 2; do
-  echo "== HEAD ($r)" >> "$L"; PYTHONPATH=. BENCH_TIMEOUT=70 bench; say bench
-  echo "== L2 prefetch ($r)" >> "$L"; (cd /tmp/pf && PYTHONPATH=. BENCH_TIMEOUT=70 bench); say bench
-done
+BENCH_TIMEOUT=70 compare_rounds "L2 prefetch" /tmp/pf
 (cd /tmp/pf && PYTHONPATH=. timeout 100 python3 tools/ncu_hotspots.py b128_h128_s8192 hopper_seesaw --top 30 --out /tmp/hs_pf \
   > $OUT/hotspots_pf.txt 2>&1); say "hotspots exit $?"
 MLA_CUPY_SEED=2206398199 PYTHONPATH=. timeout 100 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_seed.txt 2>&1
