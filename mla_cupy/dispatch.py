@@ -529,18 +529,19 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
 SPLIT_CHOICES = ("auto", "partitions")
 
 # Balanced splits (docs/spec.md section 7): gridDim.y is this many times the host's P,
-# so that a sequence of a ragged batch with several times the mean keys gets
-# several times the mean splits.  (H200, DeepSeek lengths N(8192, 4096), forced P:
-# h64 313 us at P=2, 210 at 4; h128 505 at P=1, 332 at 2: tools/results/NOTES.md.)
+# the even splits of a ragged batch's sequences.  (H200, DeepSeek lengths N(8192,
+# 4096), forced P: h64 313 us at P=2, 210 at 4; h128 505 at P=1, 332 at 2; the
+# device's rule at 2P: h64 216: tools/results/NOTES.md sessions 16 and 18.)
 BALANCED_GRID_FACTOR = 2
 
 
 def balanced_splits(key: DecodeKey, mask, scalar_args_buf, num_partitions_in, batch_invariant: bool,
                     split_len: int, segments: int, host_batch: int, grid_x: int, num_partitions: int) -> int:
-    """The budget of splits of balanced mode, 0 where it does not apply: the batch's
-    keys (summed on the device) cut into host_batch x P equal splits, P the host's
-    choice, so that each sequence gets splits in proportion to its keys; a uniform
-    batch gets P each, as before.  For the Hopper ring and seesaw kernels over dense
+    """The budget of splits of balanced mode (host_batch x P, P the host's choice),
+    0 where it does not apply.  The kernel reads the batch's keys on the device: within
+    1/16 of their mean, splits of sum / budget keys (a uniform batch: P each, the
+    first P of every sequence launched first); ragged, every sequence in grid y's
+    even splits (common/sequence.cuh.j2).  For the Hopper ring and seesaw kernels over dense
     16-bit caches without a window, when the split was the dispatcher's to choose
     (as segment mode, which the narrow kernel runs instead), and the host's grid
     (host_batch x grid_x row tiles x P) fits one wave, one CTA an SM: there the

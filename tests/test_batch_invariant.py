@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import assume, given, strategies as st
 
 from mla_cupy import scalar_args as SA
 from mla_cupy.schedule import BATCH_INVARIANT_SPLIT_KEYS, KEYS_PER_TILE, row_tiling
@@ -134,7 +134,7 @@ def test_update_keeps_the_flag(no_upload):
 def balanced_splits(keys, budget, grid_splits, granule):
     """Per sequence (keys C_b + S_b): (keys a split, splits that hold keys), as
     sequence.cuh.j2's balanced_split_len and keys.cuh.j2's split_keys compute them."""
-    length = -(-sum(keys) // budget)
+    length = 1 if is_ragged(keys) else -(-sum(keys) // budget)
     out = []
     for k in keys:
         granules = -(-k // granule)
@@ -143,22 +143,56 @@ def balanced_splits(keys, budget, grid_splits, granule):
     return out
 
 
+def is_ragged(keys):
+    """balanced_split_len's rule: some sequence has more than 1/16 over the mean keys."""
+    return 16 * max(keys) > 17 * -(-sum(keys) // len(keys))
+
+
 @given(st.lists(st.integers(1, 200000), min_size=2, max_size=300), st.integers(1, 16),
        st.sampled_from([1, 16, 64, 128]))
-def test_balanced_splits_cover_every_key_in_proportion_to_length(keys, host_p, page_size):
+def test_balanced_splits_cover_every_key(keys, host_p, page_size):
     """Every key of every sequence lies in one of its first `splits` splits, which grid y
     holds; no split is longer than the batch's mean share or the sequence's own even cut
-    of grid y; the splits of a batch add up to at most the budget plus one a sequence."""
+    of grid y."""
     from mla_cupy.dispatch import BALANCED_GRID_FACTOR
     granule = page_size if page_size >= KEYS_PER_TILE else page_size * math.ceil(KEYS_PER_TILE / page_size)
     budget, grid = len(keys) * host_p, BALANCED_GRID_FACTOR * host_p
     mean = -(-sum(keys) // budget)
-    counts = balanced_splits(keys, budget, grid, granule)
-    for k, (per, n) in zip(keys, counts):
+    for k, (per, n) in zip(keys, balanced_splits(keys, budget, grid, granule)):
         assert 1 <= n <= grid and n * per >= k and (n - 1) * per < k
         assert per <= max(-(-mean // granule), -(-(-(-k // granule)) // grid)) * granule
+
+
+@given(st.integers(1, 200000), st.lists(st.floats(0, 1), min_size=2, max_size=300), st.integers(1, 16),
+       st.sampled_from([1, 16, 64, 128]))
+def test_balanced_splits_of_a_near_uniform_batch_follow_the_mean(base, spread, host_p, page_size):
+    """Sequences within 1/16 of the mean split at the batch's mean keys over P: the
+    splits add up to at most the budget plus one a sequence (where every sequence has
+    grid y's granules: shorter ones take fewer)."""
+    from mla_cupy.dispatch import BALANCED_GRID_FACTOR
+    keys = [base + int(f * (base // 20)) for f in spread]   # at most 1/20 over the shortest
+    assert not is_ragged(keys)
+    granule = page_size if page_size >= KEYS_PER_TILE else page_size * math.ceil(KEYS_PER_TILE / page_size)
+    budget, grid = len(keys) * host_p, BALANCED_GRID_FACTOR * host_p
+    counts = balanced_splits(keys, budget, grid, granule)
+    assert all(per == max(-(-(-(-sum(keys) // budget)) // granule), -(-(-(-k // granule)) // grid)) * granule
+               for k, (per, _) in zip(keys, counts))
     if all(-(-k // granule) >= grid for k in keys):
         assert sum(n for _, n in counts) <= budget + len(keys)
+
+
+@given(st.lists(st.integers(1, 200000), min_size=2, max_size=300), st.integers(1, 16),
+       st.sampled_from([1, 16, 64, 128]))
+def test_balanced_splits_of_a_ragged_batch_are_grid_y_even_cuts(keys, host_p, page_size):
+    """A ragged batch (some sequence more than 1/16 over the mean) cuts every sequence
+    into grid y's (2P's) even splits, or one a granule where it has fewer."""
+    from mla_cupy.dispatch import BALANCED_GRID_FACTOR
+    assume(is_ragged(keys))
+    granule = page_size if page_size >= KEYS_PER_TILE else page_size * math.ceil(KEYS_PER_TILE / page_size)
+    grid = BALANCED_GRID_FACTOR * host_p
+    for k, (per, n) in zip(keys, balanced_splits(keys, len(keys) * host_p, grid, granule)):
+        granules = -(-k // granule)
+        assert per == -(-granules // grid) * granule and n == -(-granules // -(-granules // grid))
 
 
 @given(st.integers(1, 200000), st.integers(2, 300), st.integers(1, 16), st.sampled_from([1, 16, 64]))
@@ -170,3 +204,26 @@ def test_balanced_splits_of_a_uniform_batch_are_the_host_split(keys, batch, host
     host_per = -(-granules // host_p)
     counts = balanced_splits([keys] * batch, batch * host_p, BALANCED_GRID_FACTOR * host_p, granule)
     assert set(counts) == {(host_per * granule, -(-granules // host_per))}
+
+
+def balanced_place(y, z, grid_y, grid_z, ragged, host_p):
+    """(grid z, split) of the CTA at (y, z), as sequence.cuh.j2's balanced_place."""
+    if ragged or host_p <= 0 or host_p >= grid_y:
+        return z, y
+    at, first = y + grid_y * z, host_p * grid_z
+    if at < first:
+        return at // host_p, at % host_p
+    rest = grid_y - host_p
+    return (at - first) // rest, host_p + (at - first) % rest
+
+
+@given(st.integers(1, 300), st.integers(1, 16), st.integers(1, 3), st.booleans())
+def test_balanced_place_runs_every_split_of_every_sequence_once(grid_z, host_p, factor, ragged):
+    """Every (sequence, split) of the grid has one CTA; outside a ragged batch the first
+    host_p x grid_z CTAs in launch order (y before z) take the host's P splits of every
+    sequence, in batch order."""
+    grid_y = factor * host_p
+    order = [balanced_place(y, z, grid_y, grid_z, ragged, host_p) for z in range(grid_z) for y in range(grid_y)]
+    assert sorted(order) == [(z, y) for z in range(grid_z) for y in range(grid_y)]
+    if not ragged and factor > 1:
+        assert order[:host_p * grid_z] == [(z, s) for z in range(grid_z) for s in range(host_p)]

@@ -189,11 +189,12 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
 
 @pytest.mark.parametrize("mask", ["causal"])
 def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
-    """The ring's and seesaw's balanced splits (split chosen by the dispatcher, a split
-    length from the batch's total keys; docs/spec.md §7): ragged batches where one
-    long sequence takes many splits and short ones one (written directly, the combine
-    leaves them alone), sequences with no new tokens, forty sequences, a uniform batch
-    (the host's P each), 64 and 128 heads, s_q 2.  Unused cache slots and the
+    """The ring's and seesaw's balanced splits (split chosen by the dispatcher, the
+    split length from the batch's keys; docs/spec.md §7): ragged batches (every
+    sequence in grid y's even cuts: a one-key sequence takes one split, written
+    directly, the combine leaves it alone), sequences with no new tokens, forty
+    sequences, a uniform batch (the host's P each) and one within 1/16 of its mean
+    (splits of the mean over P), 64 and 128 heads, s_q 2.  Unused cache slots and the
     workspace hold NaN.  The launch is checked to be balanced where the host's grid
     is one wave (grid y twice the host's P; the splits under MLA_CUPY_BACKEND=portable),
     and forcing P splits a sequence gives the same answer within the tolerance."""
@@ -206,6 +207,8 @@ def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
         (128, [2, 1, 0, 2, 1], [9000, 0, 500, 63, 12000], {}),
         (128, [1] * 40, list(rng.choice([1, 64, 700], 39)) + [20000], {}),
         (128, [1] * 8, [4096] * 8, {}),
+        # within 1/16 of the mean (splits of the batch's mean over P, not grid y's even cuts)
+        (64, [1] * 10, [4000 + 20 * i for i in range(10)], {}),
         (128, [1, 1, 1], [20000, 30, 900], dict(d_qk=512, dtype=np.float16)),
         # one head on pages TMA cannot load (the ring): an odd T x H, whose seg_info
         # offset was off 16-byte alignment (session 17)
