@@ -124,7 +124,8 @@ def test_phase_probe_instruments_the_seesaw(pair, per_warp):
     source compiles, so a kernel edit that moves one shows here, not on the GPU."""
     phase_probe = _tool("phase_probe")
     src = phase_probe.instrumented_source(pair, per_warp)
-    assert src.count("g_prof[") == 1 + (len(phase_probe.PAIR_STEPS) if pair is not None else 8)
+    # the declaration; a stamp per hand-over, or eight phase stamps and the tile count
+    assert src.count("g_prof[") == 1 + (len(phase_probe.PAIR_STEPS) if pair is not None else 9)
     _nvrtc_compile(src, "probe.cu")
 
 

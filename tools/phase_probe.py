@@ -20,7 +20,7 @@ one that moved.
   median per warp: a named barrier waits for the last warp, which the first
   thread's stamps do not show.
 
-    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp]]
+    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp]] [--cases CASE[:P] ...]
 """
 import argparse
 import sys
@@ -55,6 +55,7 @@ def insert(src, anchor, text, *, before=False, count=1):
 
 
 PHASES = ["entry->Q", "Q->firstS", "loop", "peeled", "epilogue"]
+TILES_SLOT = 6   # warpgroup 0's slot after its stamps: the CTA's num_tiles (a count, not a clock)
 
 
 def instrument_phases(src):
@@ -66,7 +67,9 @@ def instrument_phases(src):
         src = insert(src, loop, stamp(3))
     src = insert(src, "    pdl_launch_dependents();\n", stamp(4))
     end = src.rstrip().rfind("}")
-    return src[:end] + stamp(5) + src[end:]
+    tiles = ("if (threadIdx.x == 0) g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
+             f"[{TILES_SLOT}] = num_tiles;\n")
+    return src[:end] + stamp(5) + tiles + src[end:]
 
 
 # (warpgroup, anchor line inside its pair lambda, stamp after it): the hand-overs
@@ -118,8 +121,11 @@ def instrumented_source(pair, per_warp=False):
 
 def report_phases(name, p, a):
     t0 = a[:, 0].min()
-    print(f"{name} P={p}: {len(a)} CTAs, kernel span {(a[:, [5, PER_WG + 5]].max() - t0) / 1e3:.1f} us, "
+    done = a[(a[:, 5] > 0) & (a[:, PER_WG + 5] > 0)]    # CTAs that ran keys (balanced mode's extra ones exit)
+    print(f"{name} P={p}: {len(a)} CTAs ({len(a) - len(done)} without keys), kernel span "
+          f"{(a[:, [5, PER_WG + 5]].max() - t0) / 1e3:.1f} us, "
           f"entry spread {(a[:, 0].max() - t0) / 1e3:.1f} us (median {(np.median(a[:, 0]) - t0) / 1e3:.1f})")
+    a = done
     for wg in (0, 1):
         d = np.diff(a[:, wg * PER_WG: wg * PER_WG + 6], axis=1) / 1e3
         if wg == 1:
@@ -128,6 +134,20 @@ def report_phases(name, p, a):
                                           f"{d[:, j].max():.2f}]" for j, n in enumerate(PHASES)))
     ends = (a[:, 5] - t0) / 1e3
     print(f"   CTA end times: min {ends.min():.1f} median {np.median(ends):.1f} max {ends.max():.1f} us")
+    tiles = a[:, TILES_SLOT]
+    per_tile = (a[:, 4] - a[:, 2]) / 1e3 / np.maximum(tiles, 1)     # loop and peeled pairs, wg0
+    starts = (a[:, 0] - t0) / 1e3
+    fixed = (a[:, 5] - a[:, 0]) / 1e3 - per_tile * tiles
+    print(f"   tiles a CTA: min {tiles.min()} median {np.median(tiles):.0f} max {tiles.max()}; "
+          f"us a tile (wg0, loop + peeled): median {np.median(per_tile):.3f} [{np.percentile(per_tile, 5):.3f}, "
+          f"{np.percentile(per_tile, 95):.3f}]; the rest of a CTA: median {np.median(fixed):.1f} us")
+    last = np.argsort(ends)[-5:]
+    print("   last CTAs to end (start, tiles, us a tile, end): " + "; ".join(
+        f"{starts[i]:.1f} {tiles[i]} {per_tile[i]:.2f} {ends[i]:.1f}" for i in last))
+    late = starts > 5.0
+    if late.any():
+        print(f"   {late.sum()} CTAs started after 5 us (a later wave): median start {np.median(starts[late]):.1f}, "
+              f"their tiles median {np.median(tiles[late]):.0f}")
 
 
 def report_pair(name, p, a, pair):
@@ -163,6 +183,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", type=int, default=None, help="stamp the hand-overs of this pair instead")
     ap.add_argument("--per-warp", action="store_true", help="with --pair: every warp's stamps, not the first thread's")
+    ap.add_argument("--cases", nargs="+", default=["b1_h128_s65536:64", "b32_h128_s4096:2", "b32_h128_s4096:1",
+                                                   "b128_h128_s8192:1"],
+                    help="CASE:P, or CASE for the dispatcher's own split (balanced splits where they apply)")
     args = ap.parse_args()
     import cupy
     sys.path.insert(0, "tools")
@@ -177,7 +200,9 @@ def main():
     compiler._memo[(NAME, 0)] = k
     prof = cupy.ndarray((8192 * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
     t = bench.Timer()
-    for name, p in (("b1_h128_s65536", 64), ("b32_h128_s4096", 2), ("b32_h128_s4096", 1), ("b128_h128_s8192", 1)):
+    for spec in args.cases:
+        name, _, p = spec.partition(":")
+        p = int(p) if p else None
         c = bench.NAMED_CASES[name]
         i = bench.build_inputs(c)
         f, out, _ = call_with(c, i, p)
