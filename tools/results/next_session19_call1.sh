@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # Prepared in session 18 (CPU-checked; not run).  Device, repository root:
 #   OUT=$OUT bash tools/results/next_session19_call1.sh
-# Two seesaw patches, each on HEAD and both together:
+# Three seesaw patches, each on HEAD, and all three together (the SASS and registers of
+# each were read on the CPU; no variant spills, 239-251 registers):
 #  sg = next_seesaw_segments.patch: segment mode for the seesaw (grid (row tiles, SMs / row
 #       tiles, 1), every row tile on the same shares; a segment at a time with its mbarriers
-#       initialised again; partials share + sequence of row tiles x 64 rows).  Session 18's
-#       phase probe: ds h128 ragged ran 256 CTAs in two waves (the last started at 216-264
-#       us), span 320 us against 254 us of tiles an SM.  Prediction: ds h128 ragged 345 ->
-#       ~300 us; varlen -2 to -5%; ds h128 uniform and b32 h128 within 2% (the aligned cut
-#       runs them as the splits did); b128 h128 0 to +2% (a combine with nothing to merge).
+#       initialised again; partials share + sequence of row tiles x 64 rows; the epilogue's
+#       place read from shared memory, 242 registers).  Session 18's phase probe: ds h128
+#       ragged ran 256 CTAs in two waves (the last started at 216-264 us), span 320 us
+#       against 254 us of tiles an SM.  Prediction: ds h128 ragged 345 -> ~300 us; varlen
+#       -2 to -5%; ds h128 uniform and b32 h128 within 2% (the aligned cut runs them as the
+#       splits did); b128 h128 0 to +2% (a combine with nothing to merge).
 #  ss = next_seesaw_p_shared.patch: the P a warpgroup hands the other goes to shared memory
 #       as an SS wgmma's A operand (stmatrix, 128-byte swizzle; FlashMLA's exchange) instead
 #       of fragments read back with LDS before an RS wgmma.  Session 17's hotspots put the
 #       LDS and the wait for it before WARPGROUP.ARRIVE at ~4% of the seesaw's samples;
 #       registers 244 -> 239.  Prediction: the seesaw rows -2 to -4%.
-#  both: 251 registers, no spills.
+#  pd = next_seesaw_page_div.patch: warp 0's page lookups and refills divide by page_size
+#       with PageDiv's multiply-high instead of a run-time division (HGMMA span 9052 -> 8684
+#       instructions, 17 fewer divisions with their BSSY/BSYNC).  Session 17's hotspots:
+#       gmma stalls at the first HGMMA after warp 0's page work (2.8 k of 58.5 k samples).
+#       Prediction: the seesaw rows -1 to -3%.
 # Each checked first (hopper_check --schedule seesaw), then two rounds beside HEAD, then
 # the new GPU tests of sg (test_seesaw_segment_mode, test_balanced_splits) after a warm cache.
 set -u
@@ -23,18 +29,20 @@ L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 . tools/results/device_steps.sh   # say, bench, patched
 patched /tmp/sg next_seesaw_segments.patch
 patched /tmp/ss next_seesaw_p_shared.patch
-patched /tmp/both next_seesaw_segments.patch && (cd /tmp/both && git apply tools/results/next_seesaw_p_shared.patch) \
-  || say "apply both failed"
-for d in sg ss both; do
+patched /tmp/pd next_seesaw_page_div.patch
+patched /tmp/all next_seesaw_segments.patch && (cd /tmp/all && git apply tools/results/next_seesaw_p_shared.patch \
+  && git apply tools/results/next_seesaw_page_div.patch) || say "apply all failed"
+V="sg ss pd all"
+for d in $V; do
   (cd /tmp/$d && PYTHONPATH=. timeout 150 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_$d.txt 2>&1; \
    echo "[exit $?]" >> $OUT/check_$d.txt) &
 done
 wait
-for d in sg ss both; do say "check $d: $(grep -h 'correctness\|CRASH\|exit' $OUT/check_$d.txt | tr '\n' ' ')"; done
+for d in $V; do say "check $d: $(grep -h 'correctness\|CRASH\|exit' $OUT/check_$d.txt | tr '\n' ' ')"; done
 C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096 b128_sq2_h128_varlen_causal"
 for r in 1 2; do
   echo "== HEAD ($r)" >> "$L"; BENCH_TIMEOUT=100 PYTHONPATH=. bench; say bench
-  for d in sg ss both; do
+  for d in $V; do
     echo "== $d ($r)" >> "$L"; (cd /tmp/$d && BENCH_TIMEOUT=100 PYTHONPATH=. bench); say bench
   done
 done
