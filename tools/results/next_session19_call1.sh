@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepared in session 18 (CPU-checked; not run).  Device, repository root:
 #   OUT=$OUT bash tools/results/next_session19_call1.sh
-# Three seesaw patches, each on HEAD, and all three together (the SASS and registers of
-# each were read on the CPU; no variant spills, 239-251 registers):
+# Four patches, each on HEAD, and all together (every variant compiles without spills,
+# 239-251 registers in the seesaw; the CPU tests pass on each and on all four):
 #  sg = next_seesaw_segments.patch: segment mode for the seesaw (grid (row tiles, SMs / row
 #       tiles, 1), every row tile on the same shares; a segment at a time with its mbarriers
 #       initialised again; partials share + sequence of row tiles x 64 rows; the epilogue's
@@ -21,8 +21,15 @@
 #       instructions, 17 fewer divisions with their BSSY/BSYNC).  Session 17's hotspots:
 #       gmma stalls at the first HGMMA after warp 0's page work (2.8 k of 58.5 k samples).
 #       Prediction: the seesaw rows -1 to -3%.
-# Each checked first (hopper_check --schedule seesaw), then two rounds beside HEAD, then
-# the new GPU tests of sg (test_seesaw_segment_mode, test_balanced_splits) after a warm cache.
+#  cw = next_combine_warp_rows.patch: where a combine row gets one group (P <= 4, segment
+#       mode's and balanced splits' combines), eight rows a CTA, a warp each, the one
+#       group's sums bit for bit (64 registers).  Session 18's kernel times: our combine 23
+#       us on ds h128 ragged (FlashMLA 11.5), 13.7 on b32 h128 (8.0), 8.0 with nothing to
+#       merge (3.0).  Prediction: b32 h128 -3 to -5 us, ds h128 -3 to -8 us, ds h32 ragged
+#       -1 to -3 us; b8 h16 (P = 16: the CTA-a-row combine) unchanged.
+#  all = sg + ss + pd + next_combine_warp_rows_after_segments.patch (cw rebased on sg).
+# Each checked first (hopper_check --schedule seesaw; combine_check for cw and all), then
+# two rounds beside HEAD, then the new GPU tests on `all` after a warm cache.
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
@@ -30,24 +37,31 @@ L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 patched /tmp/sg next_seesaw_segments.patch
 patched /tmp/ss next_seesaw_p_shared.patch
 patched /tmp/pd next_seesaw_page_div.patch
+patched /tmp/cw next_combine_warp_rows.patch
 patched /tmp/all next_seesaw_segments.patch && (cd /tmp/all && git apply tools/results/next_seesaw_p_shared.patch \
-  && git apply tools/results/next_seesaw_page_div.patch) || say "apply all failed"
-V="sg ss pd all"
-for d in $V; do
+  && git apply tools/results/next_seesaw_page_div.patch && git apply tools/results/next_combine_warp_rows_after_segments.patch) \
+  || say "apply all failed"
+for d in sg ss pd all; do
   (cd /tmp/$d && PYTHONPATH=. timeout 150 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_$d.txt 2>&1; \
    echo "[exit $?]" >> $OUT/check_$d.txt) &
 done
+for d in cw all; do
+  (cd /tmp/$d && PYTHONPATH=.:tests timeout 150 python3 tools/combine_check.py > /tmp/combine_$d.txt 2>&1; \
+   echo "[exit $?]" >> /tmp/combine_$d.txt) &
+done
 wait
-for d in $V; do say "check $d: $(grep -h 'correctness\|CRASH\|exit' $OUT/check_$d.txt | tr '\n' ' ')"; done
-C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096 b128_sq2_h128_varlen_causal"
+for d in cw all; do echo "== $d" >> $OUT/combine.txt; cat /tmp/combine_$d.txt >> $OUT/combine.txt; done
+for d in sg ss pd all; do say "check $d: $(grep -h 'correctness\|CRASH\|exit' $OUT/check_$d.txt | tr '\n' ' ')"; done
+for d in cw all; do say "combine_check $d: $(tail -2 /tmp/combine_$d.txt | tr '\n' ' ')"; done
+C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096 b128_sq2_h128_varlen_causal ds_h32_sq1_ragged b8_h16_s8192"
 for r in 1 2; do
   echo "== HEAD ($r)" >> "$L"; BENCH_TIMEOUT=100 PYTHONPATH=. bench; say bench
-  for d in $V; do
+  for d in sg ss pd cw all; do
     echo "== $d ($r)" >> "$L"; (cd /tmp/$d && BENCH_TIMEOUT=100 PYTHONPATH=. bench); say bench
   done
 done
-(cd /tmp/sg && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > $OUT/warm.txt 2>&1
+(cd /tmp/all && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > $OUT/tests.txt 2>&1
  PYTHONPATH=.:tests timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
-   -k "seesaw_segment or balanced or longest_first" > $OUT/tests_sg.txt 2>&1)
-say "sg tests: $(tail -1 $OUT/warm.txt) | $(tail -1 $OUT/tests_sg.txt)"
+   -k "seesaw_segment or balanced or longest_first or warp_row" >> $OUT/tests.txt 2>&1)
+say "all: GPU tests $(tail -1 $OUT/tests.txt)"
 cat "$L"
