@@ -29,7 +29,7 @@
 #       -1 to -3 us; b8 h16 (P = 16: the CTA-a-row combine) unchanged.
 #  all = sg + ss + pd + next_combine_warp_rows_after_segments.patch (cw rebased on sg).
 # Each checked first (hopper_check --schedule seesaw; combine_check for cw and all), then
-# two rounds beside HEAD, then the new GPU tests on `all` after a warm cache.
+# two rounds beside HEAD.  The new GPU tests: next_session19_call2.sh.
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
@@ -60,8 +60,4 @@ for r in 1 2; do
     echo "== $d ($r)" >> "$L"; (cd /tmp/$d && BENCH_TIMEOUT=100 PYTHONPATH=. bench); say bench
   done
 done
-(cd /tmp/all && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > $OUT/tests.txt 2>&1
- PYTHONPATH=.:tests timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
-   -k "seesaw_segment or balanced or longest_first or warp_row" >> $OUT/tests.txt 2>&1)
-say "all: GPU tests $(tail -1 $OUT/tests.txt)"
 cat "$L"
