@@ -60,4 +60,13 @@ for r in 1 2; do
     echo "== $d ($r)" >> "$L"; (cd /tmp/$d && BENCH_TIMEOUT=100 PYTHONPATH=. bench); say bench
   done
 done
+# The seesaw at 64 rows (DeepSeek h=64 runs the ring, balanced splits): forced, in segment
+# mode on sg and all.  The ring's 32-key tiles beat the seesaw's by ~3% a tile (session 5);
+# segment mode's balance is worth more on ragged batches.  Prediction: ds h64 ragged 216 ->
+# 195-205 us; uniform within 3% of the ring's 191.6.
+C="ds_h64_sq1_ragged ds_h64_sq1_uniform"
+echo "== HEAD (the ring)" >> "$L"; BENCH_TIMEOUT=100 PYTHONPATH=. bench; say bench
+for d in sg all; do
+  echo "== $d forced seesaw" >> "$L"; (cd /tmp/$d && MLA_CUPY_HOPPER_SCHEDULE=seesaw BENCH_TIMEOUT=100 PYTHONPATH=. bench); say bench
+done
 cat "$L"
