@@ -53,7 +53,7 @@ wait
 for d in cw all; do echo "== $d" >> $OUT/combine.txt; cat /tmp/combine_$d.txt >> $OUT/combine.txt; done
 for d in sg ss pd all; do say "check $d: $(grep -h 'correctness\|CRASH\|exit' $OUT/check_$d.txt | tr '\n' ' ')"; done
 for d in cw all; do say "combine_check $d: $(tail -2 /tmp/combine_$d.txt | tr '\n' ' ')"; done
-C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096 b128_sq2_h128_varlen_causal ds_h32_sq1_ragged b8_h16_s8192"
+C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096 b128_sq2_h128_varlen_causal ds_h32_sq1_ragged ds_h16_sq1_uniform b8_h16_s8192"
 for r in 1 2; do
   echo "== HEAD ($r)" >> "$L"; BENCH_TIMEOUT=100 PYTHONPATH=. bench; say bench
   for d in sg ss pd cw all; do
