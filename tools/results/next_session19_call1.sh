@@ -41,6 +41,17 @@ patched /tmp/cw next_combine_warp_rows.patch
 patched /tmp/all next_seesaw_segments.patch && (cd /tmp/all && git apply tools/results/next_seesaw_p_shared.patch \
   && git apply tools/results/next_seesaw_page_div.patch && git apply tools/results/next_combine_warp_rows_after_segments.patch) \
   || say "apply all failed"
+# the benched rows' kernels, compiled into CuPy's cache beside the checks (a bench round
+# that compiles them itself can run past its timeout)
+K="mla_decode_bf16_causal_dense_fold0_hopper_seesaw mla_decode_bf16_causal_dense_fold0_hopper
+   mla_decode_bf16_causal_dense_fold0_m16_hopper_narrow mla_decode_bf16_causal_dense_fold0_m32_hopper_narrow
+   mla_combine_bf16"
+for d in . /tmp/sg /tmp/ss /tmp/pd /tmp/cw /tmp/all; do
+  for k in $K; do
+    (cd $d && PYTHONPATH=. timeout 200 python3 -c "from mla_cupy.compiler import get_kernel; get_kernel('$k')" \
+      > /dev/null 2>&1 || echo "warm $d $k failed" >> "$L") &
+  done
+done
 for d in sg ss pd all; do
   (cd /tmp/$d && PYTHONPATH=. timeout 150 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_$d.txt 2>&1; \
    echo "[exit $?]" >> $OUT/check_$d.txt) &
