@@ -53,7 +53,7 @@ for d in . /tmp/sg /tmp/ss /tmp/pd /tmp/cw /tmp/all; do
   done
 done
 for d in sg ss pd all; do
-  (cd /tmp/$d && PYTHONPATH=. timeout 150 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_$d.txt 2>&1; \
+  (cd /tmp/$d && PYTHONPATH=. timeout 210 python3 tools/hopper_check.py --schedule seesaw > $OUT/check_$d.txt 2>&1; \
    echo "[exit $?]" >> $OUT/check_$d.txt) &
 done
 for d in cw all; do
