@@ -28,4 +28,9 @@ for f in dense hardening; do
 done
 wait
 for f in dense hardening; do say "$f: $(tail -2 $OUT/tests_$f.txt | tr '\n' ' ')"; done
+# the forced portable path (session 18's cta_split and split_keys' split argument changed
+# sources the portable kernels include; not yet run on a GPU)
+MLA_CUPY_BACKEND=portable PYTHONPATH=.:tests timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
+  tests/test_gpu_dense.py -k "balanced or segment or longest_first" > $OUT/tests_portable.txt 2>&1
+say "portable: $(tail -1 $OUT/tests_portable.txt)"
 cat "$L"
