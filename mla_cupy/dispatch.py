@@ -21,7 +21,7 @@ from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, Ker
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper
-from .render import combine_threads, launch_config, needs_kv_map, uses_kv_map
+from .render import combine_shape, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
                           sm_count_of_current_device)
@@ -247,7 +247,9 @@ def _build_plan(
         split_len, grid_splits = -budget, min(MAX_PARTITIONS, BALANCED_GRID_FACTOR * num_partitions)
     with _on_device(device_id):
         decode = get_kernel(key, device_id)
-        combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id) \
+        shape = combine_shape(max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else grid_splits,
+                              num_heads, num_tokens)
+        combine = get_kernel(CombineKey(output_dtype_name(layout), shape.warp_rows), device_id) \
             if num_partitions > 1 or segments or budget else None
         o_part = lse_part = None
         seg_info = None
@@ -283,8 +285,7 @@ def _build_plan(
         combine_launch = None
         if combine is not None:
             combine_launch = KernelLaunch(
-                abi.COMBINE, combine, combine.kernel.ptr, (num_heads, num_tokens),
-                (combine_threads(max(SEGMENT_COMBINE_PARTS, num_partitions) if segments else grid_splits),),
+                abi.COMBINE, combine, combine.kernel.ptr, shape.grid, shape.block,
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=grid_splits, seg_info=seg_info,
                                        segment_rows=key.tile_rows if segments

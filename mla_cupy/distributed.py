@@ -419,7 +419,7 @@ class ContextParallel:
         import cupy
 
         from .compiler import get_kernel
-        from .render import combine_threads
+        from .render import combine_shape
         from .variants import CombineKey
 
         return_lse = V.check_flag("return_lse", return_lse)
@@ -456,8 +456,9 @@ class ContextParallel:
                 recv, o_part, lse_part, np.int32(world), np.int64(rows), np.int64(chunk),
                 np.int32(out_dt == "float16")))
             if rows > 0:
-                combine = get_kernel(CombineKey(output_dtype_name(layout)), device_id)
-                combine((num_heads, num_tokens), (combine_threads(world),), abi.COMBINE.pack(dict(
+                shape = combine_shape(world, num_heads, num_tokens)
+                combine = get_kernel(CombineKey(output_dtype_name(layout), shape.warp_rows), device_id)
+                combine(shape.grid, shape.block, abi.COMBINE.pack(dict(
                     o_part=o_part, lse_part=lse_part,
                     attn_sink=None if attn_sink is None else to_cupy(attn_sink, "attn_sink"),
                     input_row_offsets=to_cupy(input_row_offsets, "input_row_offsets"),

@@ -18,6 +18,7 @@ import dataclasses
 import enum
 import functools
 import pathlib
+import typing
 
 import jinja2
 
@@ -44,6 +45,29 @@ def combine_threads(num_partitions: int) -> int:
     order) must not depend on the batch (docs/spec.md §10)."""
     groups = min(COMBINE_MAX_GROUPS, max(1, -(-num_partitions // COMBINE_UNROLL)))
     return COMBINE_GROUP_THREADS * groups
+
+
+# Rows a combine CTA merges where a row gets one group (warp rows: a warp a row).
+COMBINE_WARP_ROWS = 8
+
+
+class CombineShape(typing.NamedTuple):
+    warp_rows: bool   # the CombineKey axis
+    grid: tuple
+    block: tuple
+
+
+def combine_shape(num_partitions: int, num_heads: int, num_tokens: int) -> CombineShape:
+    """The combine for ``num_partitions`` splits: a CTA a row, combine_threads(P)
+    threads (grid (H, T)), or, where that is one group of COMBINE_GROUP_THREADS, the
+    _warp_rows kernel: COMBINE_WARP_ROWS rows a CTA, a warp each (grid
+    (ceil(H / rows), T), block (32, rows)), whose sums are the one group's bit for
+    bit (kernels/combine/mla_combine.cu.j2).  The choice depends on P alone, as the
+    summation order must (docs/spec.md section 10)."""
+    threads = combine_threads(num_partitions)
+    if threads == COMBINE_GROUP_THREADS:
+        return CombineShape(True, (-(-num_heads // COMBINE_WARP_ROWS), num_tokens), (32, COMBINE_WARP_ROWS))
+    return CombineShape(False, (num_heads, num_tokens), (threads,))
 
 
 class QKind(str, enum.Enum):
@@ -284,7 +308,7 @@ def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
             warps=QUANTIZE_WARPS, quantize_params=abi.QUANTIZE.signature())
     if isinstance(key, CombineKey):
         return env.get_template(COMBINE_TEMPLATE).render(
-            name=key.name, is_fp16=key.out_dtype == "fp16", d_v=records.D_V,
+            name=key.name, is_fp16=key.out_dtype == "fp16", warp_rows=key.warp_rows, d_v=records.D_V,
             group_threads=COMBINE_GROUP_THREADS, max_groups=COMBINE_MAX_GROUPS,
             unroll=COMBINE_UNROLL, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:

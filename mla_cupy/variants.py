@@ -125,9 +125,11 @@ class DecodeKey:
 
 @dataclasses.dataclass(frozen=True)
 class CombineKey:
-    """The LSE merge of partials depends only on the output dtype."""
+    """The LSE merge of partials: the output dtype, and whether a warp merges a row
+    (``_warp_rows``, where a row's partials are few) or a CTA does."""
 
     out_dtype: str = "bf16"
+    warp_rows: bool = False
 
     def __post_init__(self):
         if self.out_dtype not in ("bf16", "fp16"):
@@ -135,7 +137,7 @@ class CombineKey:
 
     @property
     def name(self) -> str:
-        return f"mla_combine_{self.out_dtype}"
+        return f"mla_combine_{self.out_dtype}" + ("_warp_rows" if self.warp_rows else "")
 
     def __str__(self):
         return self.name
@@ -284,7 +286,7 @@ _DECODE_RE = re.compile(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
-_COMBINE_RE = re.compile(r"mla_combine_(?P<dtype>bf16|fp16)")
+_COMBINE_RE = re.compile(r"mla_combine_(?P<dtype>bf16|fp16)(?P<warp_rows>_warp_rows)?")
 _QUANTIZE_RE = re.compile(r"mla_quantize_(?P<target>{t})_(?P<in_dtype>{i})".format(
     t="|".join(sorted(QUANTIZE_TARGETS, key=len, reverse=True)), i="|".join(QUANTIZE_INPUTS)))
 
@@ -303,7 +305,7 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
         return key
     m = _COMBINE_RE.fullmatch(name)
     if m:
-        return CombineKey(m["dtype"])
+        return CombineKey(m["dtype"], bool(m["warp_rows"]))
     m = _QUANTIZE_RE.fullmatch(name)
     if m:
         return QuantizeKey(m["target"], m["in_dtype"])
@@ -322,7 +324,7 @@ def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
         except ValueError:
             continue
         keys.append(key)
-    keys += [CombineKey("bf16"), CombineKey("fp16")]
+    keys += [CombineKey(d, w) for w in (False, True) for d in ("bf16", "fp16")]
     keys += [QuantizeKey(t, i) for t in QUANTIZE_TARGETS for i in QUANTIZE_INPUTS]
     keys.append(CheckKey())
     return keys

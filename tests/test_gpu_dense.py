@@ -69,6 +69,36 @@ def test_combine_of_more_partitions_than_it_caches(compiled_kernels, rng, monkey
         _check(case, num_partitions=p)
 
 
+@pytest.mark.parametrize("split", ["partitions", "auto"])
+def test_warp_row_combine_is_the_one_group_combine_bit_for_bit(compiled_kernels, rng, monkeypatch, split):
+    """Where a row gets one group (P <= 4, and segment mode's or balanced splits'
+    seg_info rows), the combine runs eight rows a CTA, a warp each
+    (render.combine_shape); its sums must be the one-group CTA's exactly, or a row's
+    result would depend on the launch (batch invariance, docs/spec.md section 10).
+    The same decode, then each shape of the combine, on NaN-filled outputs: equal bits,
+    heads that fill a CTA of rows and heads that do not (5, 12), sinks, fp16."""
+    from mla_cupy import dispatch, render
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setenv("MLA_CUPY_SPLIT", split)
+    one_group = lambda p, h, t: render.CombineShape(False, (h, t), (render.combine_threads(p),))   # noqa: E731
+    for heads, seqs, caches, kw in ((16, [1, 2], [5000, 4097], {}), (5, [1, 1, 3], [9000, 10, 700], {}),
+                                    (12, [2, 1], [3000, 64], dict(dtype=np.float16)),
+                                    (128, [1] * 6, [20000, 5, 3000, 64, 9000, 1], {})):
+        case = make_case(rng, seq_lens=seqs, cache_lens=caches, num_heads=heads, page_size=64,
+                         sink="random", **kw)
+        for p in ((2, 3, 4) if split == "partitions" else (None,)):
+            runs = []
+            for shape in (render.combine_shape, one_group):
+                monkeypatch.setattr(dispatch, "combine_shape", shape)
+                monkeypatch.setattr(dispatch, "_workspaces", {})
+                monkeypatch.setattr(dispatch, "_eager_plans", {})
+                runs.append(run_gpu(case, num_partitions=p))
+            (out_w, lse_w), (out_g, lse_g) = runs
+            assert np.array_equal(out_w, out_g, equal_nan=True) and np.array_equal(lse_w, lse_g, equal_nan=True), \
+                f"{case.describe()} P={p}: the warp rows' combine differs from the one group's"
+            assert not np.isnan(out_w).any(), case.describe()
+
+
 # How the Hopper family walks and loads a dense cache (on other devices the
 # portable kernels run): the ring with cp.async (its default) or TMA, the seesaw
 # (TMA only).

@@ -18,6 +18,7 @@ import pytest
 from mla_cupy import (PagedKVCollection, ScalarArgs, abi, dispatch, generic_flare_mla_decode_kv_cache_ragged,
                       mla_decode, plan_decode)
 from mla_cupy.testing import FakeCudaArray, stub_device
+from mla_cupy.render import COMBINE_WARP_ROWS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B, H, T, PAGE = 3, 16, 4, 64
@@ -98,7 +99,9 @@ def test_every_address_reaches_its_parameter(launches, make):
     for decode, combine in (first, memo, own):
         check_addresses(decode, abi.DECODE, want)
         check_addresses(combine, abi.COMBINE, want)
-        assert decode.grid[1:] == (4, B) and combine.grid == (H, T, 1)
+        # P = 4: one group a row, so warp rows (render.combine_shape)
+        assert decode.grid[1:] == (4, B) and combine.grid == (-(-H // COMBINE_WARP_ROWS), T, 1)
+        assert combine.block == (32, COMBINE_WARP_ROWS, 1) and combine.kernel_name == "mla_combine_bf16_warp_rows"
         work = decode.slots[abi.DECODE.index("o_part")]
         assert work != 0 and combine.slots[abi.COMBINE.index("o_part")] == work
     assert first == memo

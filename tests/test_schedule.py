@@ -269,7 +269,8 @@ def test_variant_lists():
     kinds = [type(k).__name__ for k in ALL]
     assert kinds == sorted(kinds, key=["DecodeKey", "CombineKey", "QuantizeKey", "CheckKey"].index)
     assert names[-1] == "mla_check_inputs" and kinds.count("CheckKey") == 1
-    assert [k.name for k in ALL if isinstance(k, CombineKey)] == ["mla_combine_bf16", "mla_combine_fp16"]
+    assert [k.name for k in ALL if isinstance(k, CombineKey)] == [
+        "mla_combine_bf16", "mla_combine_fp16", "mla_combine_bf16_warp_rows", "mla_combine_fp16_warp_rows"]
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
     # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the ring, the
@@ -380,6 +381,9 @@ def test_parse_returns_exactly_that_name_or_raises(name):
 
 def test_combine_key_validation():
     assert parse("mla_combine_fp16") == CombineKey("fp16")
+    assert parse("mla_combine_bf16_warp_rows") == CombineKey("bf16", warp_rows=True)
+    with pytest.raises(ValueError):
+        parse("mla_combine_bf16_warp")
     with pytest.raises(ValueError):
         CombineKey("fp32")
 

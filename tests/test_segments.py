@@ -186,13 +186,18 @@ def test_the_segment_combine_has_threads_for_the_split_the_host_chose(monkeypatc
     """An even batch's aligned cut gives a sequence about the host's P pieces (16 for
     8 sequences of 8K keys): the combine block holds as many partials' groups as a
     split combine of that P would, and no fewer than two partials' worth."""
-    from mla_cupy.render import combine_threads
+    from mla_cupy.render import COMBINE_GROUP_THREADS, combine_shape, combine_threads
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     decode, combine = _launch(16, num_partitions=num_partitions)
     assert decode.grid == (1, 132, 1)
-    assert combine.block[0] == combine_threads(max(2, num_partitions))
+    _, grid, block = combine_shape(max(2, num_partitions), 16, T)
+    assert combine.block == tuple(block) + (1,) * (3 - len(block)) and combine.grid[:2] == grid
     assert combine_threads(16) > combine_threads(2)
+    # few partials: a warp a row, eight rows a CTA, the _warp_rows kernel; many: a CTA a row
+    warp_rows = combine_threads(max(2, num_partitions)) == COMBINE_GROUP_THREADS
+    assert (combine.block[0] == 32) == warp_rows
+    assert combine.kernel_name == "mla_combine_bf16" + ("_warp_rows" if warp_rows else "")
 
 
 @pytest.mark.parametrize("heads", [16, 64])
@@ -223,7 +228,7 @@ def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypat
     segment form (partial p of token t's head h at row p T H + t H + h: segment_rows
     T x H) from the seg_info in the lse workspace's tail, even at P = 1."""
     from mla_cupy.dispatch import BALANCED_GRID_FACTOR
-    from mla_cupy.render import combine_threads
+    from mla_cupy.render import combine_shape
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     decode, combine = _launch(heads, num_partitions=num_partitions)
@@ -237,7 +242,9 @@ def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypat
     assert combine.slots[abi.COMBINE.slot("seg_info")] == slot[abi.DECODE.slot("seg_info")]
     assert combine.slots[abi.COMBINE.slot("segment_rows")] == T * heads
     assert combine.slots[abi.COMBINE.slot("num_partitions_in")] == grid_y
-    assert combine.block[0] == combine_threads(grid_y) and combine.grid[:2] == (heads, T)
+    warp_rows, grid, block = combine_shape(grid_y, heads, T)
+    assert combine.block[:len(block)] == block and combine.grid[:2] == grid
+    assert combine.kernel_name.endswith("_warp_rows") == warp_rows
 
 
 @pytest.mark.parametrize("heads", [1, 3, 5])
