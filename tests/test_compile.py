@@ -199,3 +199,36 @@ def test_convert_rate_modes_compile():
         src = convert_rate.render(mode)
         assert f"constexpr int MODE = {convert_rate.MODES.index(mode)};" in src
         _nvrtc_compile(src, "convert_rate.cu")
+
+
+def _ptx(key) -> str:
+    """NVRTC's PTX of a variant for compute_90a (no ptxas, no GPU)."""
+    from cupy.cuda import nvrtc
+
+    from mla_cupy.compiler import BASE_OPTIONS
+    prog = nvrtc.createProgram(render(key), f"{key.name}.cu", [], [])
+    try:
+        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=compute_90a", "-ftz=true"])
+        ptx = nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    return ptx.decode() if isinstance(ptx, bytes) else ptx
+
+
+@pytest.mark.parametrize("key", [k for k in VARIANTS if isinstance(k, DecodeKey) and k.name.endswith("_hopper_seesaw")
+                                 and k.layout.value == "bf16"], ids=lambda k: k.name)
+def test_the_seesaw_divides_by_no_runtime_value_between_its_wgmmas(key):
+    """Warp 0 of each warpgroup looks up a tile's pages and issues its TMA copies
+    between that warpgroup's wgmmas, which wait for it.  A division by a run-time
+    int there is a reciprocal, a multiply and corrections with a branch (~20 SASS
+    instructions): two a box cost the seesaw's rows 8-12% on the H200 (session 19,
+    tools/results/NOTES.md) until PageDiv's multiply-high replaced them.  In PTX a
+    division by a constant keeps its immediate (ptxas makes it a shift or a
+    multiply); by a register, it is the slow one."""
+    import re
+    lines = _ptx(key).splitlines()
+    mma = [i for i, line in enumerate(lines) if "wgmma.mma_async" in line]
+    assert mma, "no wgmma in the seesaw's PTX"
+    divisions = [line.strip() for line in lines[mma[0]:mma[-1]]
+                 if re.match(r"\s*(div|rem)\.[su](32|64)\s+%\w+,\s*%\w+,\s*%\w+;", line)]
+    assert not divisions, f"{key.name}: run-time divisions between the wgmmas: {divisions}"
