@@ -20,3 +20,18 @@ compare_rounds() {
     echo "== $1 ($r)" >> "$L"; (cd "$2" && PYTHONPATH=. bench); say bench
   done
 }
+# The GPU test files tests/test_gpu_F.py for each F given, on the forced portable path
+# (MLA_CUPY_BACKEND=portable), in parallel; each file's last lines to the log, all of
+# them to $OUT/portable.log.  PORTABLE_TIMEOUT (default 400 s) a file.  Warm the kernel
+# cache first on a fresh machine (session 19: three files compiling in the tests
+# finished none in 400 s).  (session 19 on)
+portable() {
+  local f
+  for f in "$@"; do
+    ( MLA_CUPY_BACKEND=portable PYTHONPATH=.:tests:${PYTHONPATH:-} timeout "${PORTABLE_TIMEOUT:-400}" \
+        python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$f.py > /tmp/port_$f.log 2>&1
+      echo "[portable $f exit $?]" >> /tmp/port_$f.log ) &
+  done
+  wait
+  for f in "$@"; do tail -2 /tmp/port_$f.log >> "$L"; cat /tmp/port_$f.log >> $OUT/portable.log; done
+}

@@ -10,19 +10,17 @@
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
-. tools/results/device_steps.sh   # say
+. tools/results/device_steps.sh   # say, portable
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=.:tests:${PYTHONPATH:-}
 timeout 240 python3 tools/warm_kernel_cache.py > $OUT/warm.txt 2>&1; say "warm: $(tail -1 $OUT/warm.txt)"
-(MLA_CUPY_BACKEND=portable timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 \
-   tests/test_gpu_dense.py > $OUT/portable_dense.txt 2>&1; echo "[exit $?]" >> $OUT/portable_dense.txt) &
+(PORTABLE_TIMEOUT=300 portable dense) &
 (timeout 200 python3 tools/hopper_check.py --schedule narrow > $OUT/check_narrow.txt 2>&1; \
    echo "[exit $?]" >> $OUT/check_narrow.txt) &
 wait
-say "portable dense: $(tail -2 $OUT/portable_dense.txt | tr '\n' ' ')"
 say "narrow: $(grep -h 'correctness\|exit' $OUT/check_narrow.txt | tr '\n' ' ')"
 # (session 17's form: FlashMLA's kernel matches splitkv_mla)
 timeout 200 python3 tools/ncu_hotspots.py b128_h128_s8192 hopper_seesaw --top 60 --out /tmp/hs/ours \
