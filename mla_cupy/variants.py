@@ -134,6 +134,8 @@ class CombineKey:
     def __post_init__(self):
         if self.out_dtype not in ("bf16", "fp16"):
             raise ValueError(f"combine out_dtype: expected 'bf16' or 'fp16', got {self.out_dtype!r}")
+        if not isinstance(self.warp_rows, bool):
+            raise TypeError(f"combine warp_rows: expected a bool, got {type(self.warp_rows).__name__}")
 
     @property
     def name(self) -> str:

@@ -384,6 +384,8 @@ def test_combine_key_validation():
     assert parse("mla_combine_bf16_warp_rows") == CombineKey("bf16", warp_rows=True)
     with pytest.raises(ValueError):
         parse("mla_combine_bf16_warp")
+    with pytest.raises(TypeError, match="warp_rows"):
+        CombineKey("bf16", warp_rows=1)
     with pytest.raises(ValueError):
         CombineKey("fp32")
 
