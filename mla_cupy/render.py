@@ -104,11 +104,13 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         if key.schedule is Schedule.SEESAW:
             # Q and two 64-key buffers; P(b) in its own slot, P(a)' in a's rope
             # chunk (D_QK 576) or a slot of its own (512); two row-max vectors;
-            # an mbarrier per buffer column chunk (mla_decode_seesaw.cu.j2).
+            # a full mbarrier per buffer column chunk and an empty one per buffer
+            # half, the set-up's results (64 bytes).  Threads: the two
+            # math warpgroups and the loading warpgroup (mla_decode_seesaw.cu.j2).
             p_slots = 1 if key.d_qk > 512 else 2
             smem = (key.d_qk * 2 * (64 + stages * block_n) + p_slots * 128 * block_n
-                    + 2 * 64 * 4 + 8 * (key.d_qk // 64) * stages + 1024)
-            return LaunchConfig(64, block_n, stages, 2, 256, smem)
+                    + 2 * 64 * 4 + 8 * (key.d_qk // 64 + 2) * stages + 64 + 1024)
+            return LaunchConfig(64, block_n, stages, 2, 384, smem)
         if key.schedule is Schedule.NARROW:
             # Q (the tile's 16 or 32 rows), `stages` slots of one 128-byte column chunk of
             # a 64-key tile each (a full and an empty mbarrier each), P^T (the rows' 64 keys),

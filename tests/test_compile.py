@@ -218,11 +218,12 @@ def _ptx(key) -> str:
 @pytest.mark.parametrize("key", [k for k in VARIANTS if isinstance(k, DecodeKey) and k.name.endswith("_hopper_seesaw")
                                  and k.layout.value == "bf16"], ids=lambda k: k.name)
 def test_the_seesaw_divides_by_no_runtime_value_between_its_wgmmas(key):
-    """Warp 0 of each warpgroup looks up a tile's pages and issues its TMA copies
-    between that warpgroup's wgmmas, which wait for it.  A division by a run-time
-    int there is a reciprocal, a multiply and corrections with a branch (~20 SASS
-    instructions): two a box cost the seesaw's rows 8-12% on the H200 (session 19,
-    tools/results/NOTES.md) until PageDiv's multiply-high replaced them.  In PTX a
+    """Whatever integer work runs between a math warpgroup's wgmmas delays them.  A
+    division by a run-time int is a reciprocal, a multiply and corrections with a
+    branch (~20 SASS instructions): warp 0's page lookups, two a box, cost the
+    seesaw's rows 8-12% on the H200 (session 19, tools/results/NOTES.md) until
+    PageDiv's multiply-high replaced them (and session 20 moved the lookups to the
+    loading warpgroup, whose page divisor is made in the set-up).  In PTX a
     division by a constant keeps its immediate (ptxas makes it a shift or a
     multiply); by a register, it is the slow one."""
     import re

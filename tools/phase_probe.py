@@ -60,7 +60,7 @@ TILES_SLOT = 6   # warpgroup 0's slot after its stamps: the CTA's num_tiles (a c
 
 def instrument_phases(src):
     src = insert(src, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", stamp(0))
-    src = insert(src, "        bar_sync(BAR_Q);\n", stamp(1))
+    src = insert(src, "    bar_sync(BAR_Q);\n", stamp(1))
     for wg in (0, 1):
         loop = f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
         src = insert(src, loop, stamp(2), before=True)
@@ -79,11 +79,11 @@ PAIR_STEPS = [
     (0, "        issue_pv(p, ta);\n        wgmma_commit();\n        // warpgroup 1's max", "P(a)V_L(a) queued"),
     (0, "        bar_sync(BAR_M1);\n", "max of wg1 in"),
     (0, "        wgmma_wait<0>();                      // P(a) V_L(a) done", "P(a)V_L(a) done"),
-    (0, "        if (ta + NUM_STAGES < num_tiles) refill(ta + NUM_STAGES, 0, page_a);\n", "a's left half refilled"),
+    (0, "        release(ta, 0);\n", "a's left half released"),
     (0, "        rescale_rows(o, scale1[0], scale1[1]);\n", "O_L rescaled by wg1's max"),
     (0, "            bar_sync(BAR_P1);\n", "P(b) in"),
     (0, "            if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n", "P(b)V_L(b) done"),
-    (0, "        page_a = page_of(ta + NUM_STAGES + 2);\n        page_b = page_of(tb + NUM_STAGES + 2);\n    };\n    auto pair_wg1", "S(a+2) done"),
+    (0, "            fence_regs(s);\n        }\n    };\n    auto pair_wg1", "S(a+2) done"),
     (1, "        if (HAS_B) mask_scale(tb, s, mx);\n", "S(b) masked"),
     (1, "        bar_sync(BAR_M0);\n", "max of wg0 in"),
     (1, "            issue_pv(p, tb);\n            wgmma_commit();\n        }\n        bar_sync(BAR_P0);", "P(b)V_R(b) queued"),
@@ -91,7 +91,7 @@ PAIR_STEPS = [
     (1, "        issue_pv(p_other, ta);\n        wgmma_commit();\n        if (HAS_B) {\n            wgmma_wait<1>();", "P(a)'V_R(a) queued"),
     (1, "            wgmma_wait<1>();                   // P(b) V_R(b) done", "P(b)V_R(b) done"),
     (1, "        wgmma_wait<0>();                       // P(a)' V_R(a) done", "P(a)'V_R(a) done"),
-    (1, "        page_a = page_of(ta + NUM_STAGES + 2);\n        page_b = page_of(tb + NUM_STAGES + 2);\n    };\n\n", "S(b+2) done"),
+    (1, "            fence_regs(s);\n        }\n    };\n\n", "S(b+2) done"),
 ]
 
 
