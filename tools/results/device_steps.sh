@@ -35,3 +35,17 @@ portable() {
   wait
   for f in "$@"; do tail -2 /tmp/port_$f.log >> "$L"; cat /tmp/port_$f.log >> $OUT/portable.log; done
 }
+# The named kernels compiled into CuPy's cache in each tree given (the repository root
+# and patched copies), in parallel, before a check or bench compiles them itself (a
+# bench round compiling its kernels can run past its timeout).  K: kernel names.
+# (session 20 on)
+warm_kernels() {
+  local d k
+  for d in "$@"; do
+    for k in $K; do
+      (cd "$d" && PYTHONPATH=. timeout 200 python3 -c "from mla_cupy.compiler import get_kernel; get_kernel('$k')" \
+        > /dev/null 2>&1 || echo "warm $d $k failed" >> "$L") &
+    done
+  done
+  wait
+}
