@@ -48,6 +48,10 @@ def loader_warpgroup(n, stages, alternate=True):
     yield "sync", "epilogue"
 
 
+# Arrivals that complete a phase of each kind of mbarrier (each model section adds its own).
+MBAR_PARTIES: dict = {}
+
+
 def run(n, stages, warpgroups=(softmax_warpgroup, loader_warpgroup), random_orders=40):
     """'ok', or what went wrong: a deadlock, a warpgroup joining one barrier
     phase twice, or arrivals left pending at exit -- under alternating
@@ -201,83 +205,111 @@ def test_the_model_catches_the_deadlock_of_an_earlier_order():
 
 
 # ---- the seesaw schedule (kernels/hopper/mla_decode_seesaw.cu.j2; variants.Schedule.SEESAW) ----
-# Besides the named barriers, a tile's two halves complete on mbarriers when
-# their TMA boxes land.  The warpgroup that computes a tile's S waits for both
-# halves; a half refilled by the other warpgroup is a hand-over, modelled as an
-# arrival (the refill is issued) and a sync (the wait), one barrier per buffer
-# and half.  A warpgroup waiting for its own refill cannot hang and is left out.
-# Two refills of one buffer's half before the wait in between would overwrite a
-# tile nobody has read: the model reports it as joining one phase twice.
+# Two math warpgroups meet on named barriers (Q landed, the row maxima, the P
+# hand-overs, the epilogue).  Tiles alternate between two buffers, a = 2t in buffer
+# 0 (warpgroup 0 computes its S), b = 2t + 1 in buffer 1 (warpgroup 1); each buffer
+# is loaded in two halves (L: chunks 0-3, warpgroup 0's V columns; R: chunks 4..,
+# warpgroup 1's V and the rope, where P(a)' travels).  The loading warpgroup's warp
+# (buffer k, half h) issues that half of every tile of buffer k, each after the
+# half's previous tile was released on its empty mbarrier by its last reader; a
+# half's issue is modelled as the arrival on its full mbarrier (TMA completes it
+# once the boxes land).  Last readers: a's L warpgroup 0 (S(a), P(a) V_L(a)), a's
+# R warpgroup 1 (P(a)' V_R(a), after warpgroup 0's S(a) through the P0 hand-over),
+# b's L warpgroup 0 (P(b) V_L(b), after warpgroup 1's S(b) through P1), b's R
+# warpgroup 1.  (Until session 20 the last reader refilled the half itself.)
+MBAR_PARTIES.update({"sfull": 1, "sempty": 1})
+L, R = 0, 1
 
-def _seesaw_prologue(n, stages, wg):
-    """Both: mbarriers initialised; this warpgroup issues its half (0: L, 1: R)
-    of the first tiles, and the other one's are hand-overs it arrives on; Q;
-    then the first S of its own tile (a = 0, b = 1) waits for the other half."""
-    mine, other = ("L", "R") if wg == 0 else ("R", "L")
-    yield "sync", "init"
-    for i in range(min(stages, n)):
-        if i % 2 != wg:                      # the other warpgroup computes this tile's S
-            yield "arrive", (mine, i % stages)
+
+def _seesaw_wait_tile(tile, halves):
+    for h in halves:
+        yield "mwait", ("sfull", tile % 2, h), tile // 2
+
+
+def seesaw_wg0(n, stages=2, edges=False):
+    """Warpgroup 0: S, softmax and O[:, :256] of tiles a = 2t.  ``edges``: every
+    tile is an edge tile, whose S first waits for both halves (zero_edges)."""
     yield "sync", "q"
-    if wg < n:
-        yield "sync", (other, wg)
-
-
-def seesaw_wg0(n, stages):
-    """Warpgroup 0: S, softmax and O[:, :256] of tiles a = 2t; refills the L
-    halves (chunks 0-3) of every tile, as their last reader."""
-    yield from _seesaw_prologue(n, stages, 0)
+    if n > 0:
+        yield from _seesaw_wait_tile(0, (L, R))
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "arrive", "m0"
         yield "sync", "m1"
-        yield "arrive", "p0"                 # (a's L half refilled just before: its own)
+        yield "arrive", "p0"
+        yield "marrive", ("sempty", 0, L), None          # P(a) V_L(a) retired
         if tb < n:
             yield "sync", "p1"
-        # S(a + 2): its chunks 0-3 (its own refill) queued, then b's L half refilled
-        # once P(b) V_L(b) retired, then the wait for a + 2's chunks 4..
-        if tb < n and tb + stages < n:
-            yield "arrive", ("L", (tb + stages) % stages)
-        if ta + 2 < n:
-            yield "sync", ("R", (ta + 2) % stages)
+        if ta + 2 < n:                                    # S(a + 2), chunks 0-3
+            yield from _seesaw_wait_tile(ta + 2, (L, R) if edges else (L,))
+        if tb < n:
+            yield "marrive", ("sempty", 1, L), None      # P(b) V_L(b) retired
+        if ta + 2 < n and not edges:                      # S(a + 2), chunks 4..
+            yield from _seesaw_wait_tile(ta + 2, (R,))
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
 
-def seesaw_wg1(n, stages, ahead=None):
-    """Warpgroup 1: S, softmax and O[:, 256:] of tiles b = 2t + 1; refills the
-    R halves (chunks 4.., the rope where P(a)' travels) of every tile, a's with
-    tile a + ``ahead`` (the kernel: a + stages)."""
-    ahead = stages if ahead is None else ahead
-    yield from _seesaw_prologue(n, stages, 1)
+def seesaw_wg1(n, stages=2, edges=False):
+    """Warpgroup 1: S, softmax and O[:, 256:] of tiles b = 2t + 1 (its S waits for
+    the R half first: R_FIRST)."""
+    yield "sync", "q"
+    if n > 1:
+        yield from _seesaw_wait_tile(1, (R, L))
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "sync", "m0"
         yield "arrive", "m1"
         if tb < n:
             yield "arrive", "p1"
-        yield "sync", "p0"                   # (b's R half refilled next: its own)
-        if ta + ahead < n:
-            yield "arrive", ("R", (ta + ahead) % stages)    # P(a)' V_R(a) retired
-        if tb + 2 < n:
-            yield "sync", ("L", (tb + 2) % stages)          # S(b + 2)
+        yield "sync", "p0"
+        if tb < n:
+            yield "marrive", ("sempty", 1, R), None      # P(b) V_R(b) retired
+        yield "marrive", ("sempty", 0, R), None          # P(a)' V_R(a) retired
+        if tb + 2 < n:                                    # S(b + 2)
+            yield from _seesaw_wait_tile(tb + 2, (R, L))
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
 
-@pytest.mark.parametrize("stages", [2, 4])   # the kernel has 2; 4 (32-key tiles) was measured and dropped
-def test_seesaw_hand_over_neither_hangs_nor_leaves_arrivals(stages):
-    got = {n: run(n, stages, (seesaw_wg0, seesaw_wg1)) for n in range(24)}
-    assert got == {n: "ok" for n in range(24)}
+def seesaw_loader(k, h, wait_for_empty=True):
+    """The loading warp of buffer k's half h."""
+    def warp(n, stages=2):
+        for tile in range(k, n, 2):
+            if tile >= 2 and wait_for_empty:
+                yield "mwait", ("sempty", k, h), tile // 2 - 1
+            yield "marrive", ("sfull", k, h), None
+    return warp
 
 
-def test_the_model_catches_a_seesaw_refill_of_a_tile_not_yet_read():
-    """Four buffers: had warpgroup 1 refilled a's R half with tile a + 2 (the
-    two-buffer rule) instead of a + 4, it would land on a buffer whose tile
-    warpgroup 0 has not waited for yet."""
-    def early_wg1(n, stages):
-        return seesaw_wg1(n, stages, ahead=2)
-    assert run(12, 4, (seesaw_wg0, early_wg1)) != "ok"   # an arrival nobody waits for
+SEESAW_LOADERS = tuple(seesaw_loader(k, h) for k in (0, 1) for h in (L, R))
+
+
+@pytest.mark.parametrize("edges", [False, True])
+def test_seesaw_hand_over_neither_hangs_nor_laps(edges):
+    def wg0(n, stages):
+        return seesaw_wg0(n, stages, edges)
+
+    def wg1(n, stages):
+        return seesaw_wg1(n, stages, edges)
+    got = {n: run(n, 2, (wg0, wg1) + SEESAW_LOADERS) for n in range(20)}
+    assert got == {n: "ok" for n in range(20)}
+
+
+def test_the_model_catches_a_seesaw_loader_that_does_not_wait_for_empty():
+    """A loading warp that refills its half without the last reader's release
+    completes the next full phase before the tile's reader waited: lapped."""
+    eager = tuple(seesaw_loader(k, h, wait_for_empty=(k, h) != (0, R)) for k in (0, 1) for h in (L, R))
+    assert "lapped" in run(12, 2, (seesaw_wg0, seesaw_wg1) + eager)
+
+
+def test_the_model_catches_a_seesaw_release_nobody_makes():
+    """Without warpgroup 1's release of a's R half the loader waits for ever."""
+    def no_release_wg1(n, stages):
+        for op in seesaw_wg1(n, stages):
+            if op[:2] != ("marrive", ("sempty", 0, R)):
+                yield op
+    assert run(6, 2, (seesaw_wg0, no_release_wg1) + SEESAW_LOADERS).startswith("deadlock")
 
 
 def _seesaw_rows(scores, values, tile):
@@ -420,7 +452,7 @@ def producer_wg2_raw(n, stages):
         yield "marrive", ("full", t % stages), None
 
 
-MBAR_PARTIES = {"full": 1, "empty": 2, "raw": 1}
+MBAR_PARTIES.update({"full": 1, "empty": 2, "raw": 1})
 
 
 def run_producer(n, stages, warpgroups=(producer_wg0, producer_wg1, producer_wg2), random_orders=40):
