@@ -24,17 +24,21 @@ SMEM = {"sm_90a": dict(per_block=227 * 1024, per_sm=228 * 1024),
 
 
 
-def _nvrtc_compile(src: str, name: str) -> None:
-    """Compile a tool's edited kernel source for sm_90a with NVRTC (no GPU needed); an
-    error raises."""
+def _nvrtc_compile(src: str, name: str, arch: str = "sm_90a", extra: tuple = ()) -> str | None:
+    """Compile kernel source with NVRTC (no GPU needed); an error raises.  For a
+    virtual ``arch`` (compute_*) the PTX is returned."""
     from cupy.cuda import nvrtc
 
     from mla_cupy.compiler import BASE_OPTIONS
     prog = nvrtc.createProgram(src, name, [], [])
     try:
-        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=sm_90a"])
+        nvrtc.compileProgram(prog, [*BASE_OPTIONS, f"-arch={arch}", *extra])
+        if not arch.startswith("compute_"):
+            return None
+        ptx = nvrtc.getPTX(prog)
     finally:
         nvrtc.destroyProgram(prog)
+    return ptx.decode() if isinstance(ptx, bytes) else ptx
 
 
 def _tool(name: str):
@@ -203,16 +207,7 @@ def test_convert_rate_modes_compile():
 
 def _ptx(key) -> str:
     """NVRTC's PTX of a variant for compute_90a (no ptxas, no GPU)."""
-    from cupy.cuda import nvrtc
-
-    from mla_cupy.compiler import BASE_OPTIONS
-    prog = nvrtc.createProgram(render(key), f"{key.name}.cu", [], [])
-    try:
-        nvrtc.compileProgram(prog, [*BASE_OPTIONS, "-arch=compute_90a", "-ftz=true"])
-        ptx = nvrtc.getPTX(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
-    return ptx.decode() if isinstance(ptx, bytes) else ptx
+    return _nvrtc_compile(render(key), f"{key.name}.cu", "compute_90a", ("-ftz=true",))
 
 
 @pytest.mark.parametrize("key", [k for k in VARIANTS if isinstance(k, DecodeKey) and k.name.endswith("_hopper_seesaw")
