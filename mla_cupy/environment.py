@@ -16,7 +16,7 @@ LAUNCH = "MLA_CUPY_LAUNCH"            # driver | cupy (plan.launch_mode)
 VALIDATE = "MLA_CUPY_VALIDATE"        # 1: the checked mode (checked.resolve_validate)
 HOPPER_SCHEDULE = "MLA_CUPY_HOPPER_SCHEDULE"  # auto | ring | seesaw | narrow (compiler.choose_hopper_schedule)
 SPLIT = "MLA_CUPY_SPLIT"              # auto | partitions: segment mode and balanced splits where they apply, or never (dispatch.segment_ctas, dispatch.balanced_splits)
-HOPPER_LOADS = "MLA_CUPY_HOPPER_LOADS"  # cp_async | tma: how the ring kernel loads dense 16-bit tiles (render.uses_kv_map)
+HOPPER_LOADS = "MLA_CUPY_HOPPER_LOADS"  # cp_async (or unset): the ring's loads; "tma" is refused since its removal (render.hopper_loads)
 DUMP_DIR = "MLA_CUPY_DUMP_DIR"        # where compile failures leave their source (compiler)
 SEED = "MLA_CUPY_SEED"                # replays a test's random case (testing)
 

@@ -119,17 +119,16 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             # warpgroups, then the loading warp's (or the producer's) warpgroup.
             return LaunchConfig(key.tile_rows, block_n, stages, 1, 128 * (narrow_consumers(key) + 1),
                                 _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
-        # P words and row factors of 128 threads, an mbarrier per buffer for
-        # the TMA loader; with a third (producer) warpgroup (sparse, fp8 layouts) a
-        # second mbarrier per buffer, and a third for its raw bytes (fp8 layouts);
-        # sparse: a token interval (int2) per ring slot (mla_decode_wgmma.cu.j2).
+        # P words and row factors of 128 threads, a full and an empty mbarrier per
+        # buffer (the producer warpgroup's hand-over), and a third for its raw bytes
+        # (fp8 layouts); sparse: a token interval (int2) per ring slot
+        # (mla_decode_wgmma.cu.j2).  Threads: two math warpgroups and the producer.
         sparse = key.sparsity is Sparsity.SPARSE
         staged = key.layout in HOPPER_BYTE_LAYOUTS
-        producer = sparse or staged
-        exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * (2 if producer else 1)
+        exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * 2
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
                 + (8 * stages * block_n if sparse else 0) + (8 * stages if staged else 0))
-        return LaunchConfig(64, block_n, stages, 2, 384 if producer else 256, smem)
+        return LaunchConfig(64, block_n, stages, 2, 384, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
     num_stages = 2 if key.tile_rows == 16 else 3
@@ -158,30 +157,35 @@ HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hop
 TMA_ONLY_SCHEDULES = (Schedule.SEESAW, Schedule.NARROW)
 
 
-HOPPER_LOADS = ("cp_async", "tma")
+HOPPER_LOADS = ("cp_async",)
 
 
 def hopper_loads() -> str:
-    """How the 32x4 wgmma kernel loads dense 16-bit tiles (MLA_CUPY_HOPPER_LOADS,
-    read per call): "cp_async" (default: 128 threads of warpgroup 1 copy the
-    rows) or "tma" (warp 0 issues tensor-map boxes completing on mbarriers).
-    One kernel does both; the host passes a map only for "tma".  On the H200
-    TMA measured 1-3% slower in this schedule (tools/results/NOTES.md)."""
+    """How the ring kernel loads dense 16-bit tiles: by cp.async, from its producer
+    warpgroup.  MLA_CUPY_HOPPER_LOADS (read per call) may still say so; its other
+    value, "tma" (warpgroup 1's warp 0 issuing tensor-map boxes, 1-3% slower on the
+    H200), went with the producer (session 20, tools/results/NOTES.md), and is
+    refused rather than ignored."""
     choice = environment.get(environment.HOPPER_LOADS) or "cp_async"
     if choice not in HOPPER_LOADS:
-        raise ValueError(f"MLA_CUPY_HOPPER_LOADS: expected one of {list(HOPPER_LOADS)}, got {choice!r}")
+        why = " (the ring kernel's TMA loads were removed: its producer warpgroup loads every tile)" \
+            if choice == "tma" else ""
+        raise ValueError(f"MLA_CUPY_HOPPER_LOADS: expected one of {list(HOPPER_LOADS)} or unset, "
+                         f"got {choice!r}{why}")
     return choice
 
 
 def uses_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
-    kv_box_rows > 0): the seesaw and narrow kernels (they load by TMA only), and the ring
-    kernel on dense 16-bit caches when TMA loads are chosen
-    (:func:`hopper_loads`).  Every other kernel ignores the map."""
+    kv_box_rows > 0): the seesaw and narrow kernels over dense 16-bit caches (they
+    load by TMA only).  Every other kernel ignores the map."""
     if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout)):
         return False
-    return key.schedule in TMA_ONLY_SCHEDULES or hopper_loads() == "tma"
+    if key.schedule in TMA_ONLY_SCHEDULES:
+        return True
+    hopper_loads()   # a retired MLA_CUPY_HOPPER_LOADS=tma is an error, not ignored
+    return False
 
 
 def needs_kv_map(key: DecodeKey) -> bool:

@@ -102,8 +102,7 @@ def test_warp_row_combine_is_the_one_group_combine_bit_for_bit(compiled_kernels,
 # How the Hopper family walks and loads a dense cache (on other devices the
 # portable kernels run): the ring with cp.async (its default) or TMA, the seesaw
 # (TMA only).
-HOPPER_MODES = {"ring": dict(MLA_CUPY_HOPPER_SCHEDULE="ring", MLA_CUPY_HOPPER_LOADS="cp_async"),
-                "ring_tma": dict(MLA_CUPY_HOPPER_SCHEDULE="ring", MLA_CUPY_HOPPER_LOADS="tma"),
+HOPPER_MODES = {"ring": dict(MLA_CUPY_HOPPER_SCHEDULE="ring"),
                 "seesaw": dict(MLA_CUPY_HOPPER_SCHEDULE="seesaw")}
 
 

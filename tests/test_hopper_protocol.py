@@ -16,8 +16,11 @@ import pytest
 
 
 def softmax_warpgroup(n, stages, alternate=True):
-    """Warpgroup 0: S = Q K^T, softmax, O[:, :256] (QK^T and the softmax of tile
-    j + 1 run while P V of tile j is on the tensor cores)."""
+    """Warpgroup 0 of the ring before its producer loaded dense 16-bit tiles (until
+    session 20; the producer's hand-over is modelled further down): S = Q K^T,
+    softmax, O[:, :256] (QK^T and the softmax of tile j + 1 run while P V of tile j
+    is on the tensor cores).  Kept with :func:`loader_warpgroup`: the checker's own
+    tests below catch that design's past mistakes."""
     if n > 0:
         yield "sync", "tile_ready"                       # QK^T of tile 0
         yield "arrive", "p_ready"                        # softmax of tile 0
@@ -35,7 +38,7 @@ def softmax_warpgroup(n, stages, alternate=True):
 
 
 def loader_warpgroup(n, stages, alternate=True):
-    """Warpgroup 1: cp.async loads, O[:, 256:]; refills tile j-1's buffer in iteration j."""
+    """Warpgroup 1 of that ring: cp.async loads, O[:, 256:]; refills tile j-1's buffer in iteration j."""
     if n > 0:
         yield "arrive", "tile_ready"
     for j in range(n):

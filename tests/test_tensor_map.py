@@ -2,7 +2,8 @@
 map, what the driver is asked to encode, and that a plan's kv_map follows the
 cache's address (a stand-in encoder, testing.fake_tensor_map_encode, writes the
 encode arguments into the map's words).  The kernel side runs on the H200
-(tests/test_gpu_dense.py covers pages 1, 16, 64 and 128: cp.async and TMA)."""
+(tests/test_gpu_dense.py covers pages 1, 16, 64 and 128: the ring's cp.async, the
+seesaw's and narrow kernel's TMA)."""
 from __future__ import annotations
 
 import array
@@ -16,11 +17,6 @@ from mla_cupy.testing import FakeCudaArray as F
 from mla_cupy.testing import stub_device
 
 B, H, T = 2, 16, 2
-
-
-@pytest.fixture(autouse=True)
-def tma_loads(monkeypatch):
-    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "tma")
 
 
 @pytest.mark.parametrize("page_size, rows", [(1, 0), (3, 0), (4, 0), (8, 8), (16, 16), (24, 0), (32, 32),
@@ -86,10 +82,12 @@ def test_no_map_where_the_kernel_cannot_use_it(page_size, backend, want_rows):
             assert array.array("Q", words).tobytes() == NO_MAP
 
 
-def test_no_map_for_cp_async_loads(monkeypatch):
-    """The 32x4 kernel with its default loads takes no map."""
+@pytest.mark.parametrize("loads", [None, "cp_async"])
+def test_the_ring_takes_no_map(monkeypatch, loads):
+    """The ring's producer warpgroup loads by cp.async; MLA_CUPY_HOPPER_LOADS may say so."""
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
-    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
+    if loads:
+        monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", loads)
     with stub_device() as launches:
         _, rows, words = _call(launches, 64)
         assert rows == 0 and not any(words)
@@ -98,10 +96,9 @@ def test_no_map_for_cp_async_loads(monkeypatch):
 @pytest.mark.parametrize("schedule", ["seesaw", "auto"])
 @pytest.mark.parametrize("page_size, want_rows", [(16, 16), (64, 32), (128, 32)])
 def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_rows):
-    """The seesaw loads by TMA only, whatever MLA_CUPY_HOPPER_LOADS says; "auto"
-    takes it for more than 64 rows (here 128 heads x 1 token)."""
+    """The seesaw loads by TMA only; "auto" takes it for more than 64 rows (here 128
+    heads x 1 token)."""
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
-    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
         blocks, rows, words = _call(launches, page_size, num_heads=128)
         assert launches[-2].kernel_name.endswith("_hopper_seesaw")
@@ -114,7 +111,6 @@ def test_auto_keeps_the_ring_where_the_seesaw_does_not_pay_or_cannot_load(monkey
     """33 to 64 rows: the ring (bound by loads); pages TMA cannot load: the ring with
     cp.async (32 rows or fewer on them too: the narrow kernel loads 16-bit rows by TMA only)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "cp_async")
     with stub_device() as launches:
         _, rows, words = _call(launches, page_size, num_heads=num_heads)
         assert launches[-2].kernel_name.endswith("_hopper") and rows == 0 and not any(words)
@@ -149,19 +145,15 @@ def test_auto_takes_the_narrow_kernel_for_16_rows_with_a_map(monkeypatch, page_s
         assert rows == want_rows and words[0] == blocks.address
 
 
-def test_default_loads_are_cp_async(monkeypatch):
+@pytest.mark.parametrize("loads, why", [("tma", "TMA loads were removed"), ("bulk", "got 'bulk'")])
+def test_a_loads_choice_the_ring_does_not_have_is_an_error(monkeypatch, loads, why):
+    """Not ignored: "tma" (the ring's former opt-in TMA loads) or anything else but
+    cp_async is refused before anything is launched."""
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
-    monkeypatch.delenv("MLA_CUPY_HOPPER_LOADS")
-    with stub_device() as launches:
-        _, rows, _ = _call(launches, 64)
-        assert rows == 0
-
-
-def test_unknown_loads_choice_is_an_error(monkeypatch):
-    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
-    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", "bulk")
-    with stub_device() as launches, pytest.raises(ValueError, match="MLA_CUPY_HOPPER_LOADS"):
+    monkeypatch.setenv("MLA_CUPY_HOPPER_LOADS", loads)
+    with stub_device() as launches, pytest.raises(ValueError, match=f"MLA_CUPY_HOPPER_LOADS.*{why}"):
         _call(launches, 64)
+    assert not launches
 
 
 def test_encode_through_the_driver_binding(monkeypatch):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 20 (CPU-checked; not run).  Device, repository root:
+# Session 21 call 1 (ran 2026-12-02; prepared in session 20 as next_session21_call1.sh; the patch has since landed). Device, repository root:
 #   OUT=$OUT bash tools/results/next_session21_call1.sh
 # rp = next_ring_producer.patch: the ring's producer warpgroup loads every variant's tiles
 #      (dense 16-bit too), and what that leaves dead goes: warpgroup 1's own loads, the
