@@ -20,8 +20,8 @@ from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
 from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
-                       NARROW_TILE_ROWS, hopper_supports, narrow_supports, parse, resolve_backend, schedule_tile_rows,
-                       seesaw_supports)
+                       NARROW_TILE_ROWS, hopper_supports, narrow_supports, pair_supports, parse, resolve_backend,
+                       schedule_tile_rows, seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -298,6 +298,9 @@ SEESAW_MIN_ROWS = 65
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 32
 NARROW_AUTO_RECORD_ROWS = 16
+# The pair schedule's row groups: whole pairs of 64-row tiles (its clusters of two
+# CTAs hold one token's slots).
+PAIR_ROWS = 128
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 
@@ -313,10 +316,15 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     ``seesaw`` applies to the variants it implements; on a page size TMA
     cannot load the launch reports it (tensor_map.KvMapSource).  A forced
     ``narrow`` applies to the variants it implements, row groups of at most
-    NARROW_MAX_ROWS and page sizes TMA can load; the ring runs the others."""
+    NARROW_MAX_ROWS and page sizes TMA can load; the ring runs the others.  Sparse
+    fp8_ds_mla caches in row groups of whole pairs of 64-row tiles (PAIR_ROWS) take
+    the pair schedule under ``auto`` and ``pair``."""
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
+    pair = pair_supports(key) and group_rows % PAIR_ROWS == 0
+    if chosen in ("auto", "pair") and pair:
+        return Schedule.PAIR
     possible = seesaw_supports(key)
     byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # the producer copies them: any page size
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)

@@ -14,7 +14,7 @@ import os
 BACKEND = "MLA_CUPY_BACKEND"          # auto | portable | hopper (variants.resolve_backend)
 LAUNCH = "MLA_CUPY_LAUNCH"            # driver | cupy (plan.launch_mode)
 VALIDATE = "MLA_CUPY_VALIDATE"        # 1: the checked mode (checked.resolve_validate)
-HOPPER_SCHEDULE = "MLA_CUPY_HOPPER_SCHEDULE"  # auto | ring | seesaw | narrow (compiler.choose_hopper_schedule)
+HOPPER_SCHEDULE = "MLA_CUPY_HOPPER_SCHEDULE"  # auto | ring | seesaw | narrow | pair (compiler.choose_hopper_schedule)
 SPLIT = "MLA_CUPY_SPLIT"              # auto | partitions: segment mode and balanced splits where they apply, or never (dispatch.segment_ctas, dispatch.balanced_splits)
 HOPPER_LOADS = "MLA_CUPY_HOPPER_LOADS"  # cp_async (or unset): the ring's loads; "tma" is refused since its removal (render.hopper_loads)
 DUMP_DIR = "MLA_CUPY_DUMP_DIR"        # where compile failures leave their source (compiler)

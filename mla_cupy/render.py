@@ -111,6 +111,14 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             smem = (key.d_qk * 2 * (64 + stages * block_n) + p_slots * 128 * block_n
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64 + 2) * stages + 64 + 1024)
             return LaunchConfig(64, block_n, stages, 2, 384, smem)
+        if key.schedule is Schedule.PAIR:
+            # Q and two 64-slot buffers (P(j) in j's rope chunk), the row factors of 128
+            # threads by tile parity, each slot's visible tokens (int2), full_local,
+            # full_remote and empty mbarriers per buffer, the set-up's results (64 bytes;
+            # mla_decode_pair.cu.j2).
+            smem = (key.d_qk * 2 * (64 + stages * block_n) + 2 * 128 * 8 + stages * block_n * 8
+                    + 3 * stages * 8 + 64 + 1024)
+            return LaunchConfig(64, block_n, stages, 2, 384, smem)
         if key.schedule is Schedule.NARROW:
             # Q (the tile's 16 or 32 rows), `stages` slots of one 128-byte column chunk of
             # a 64-key tile each (a full and an empty mbarrier each), P^T (the rows' 64 keys),
@@ -149,10 +157,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
 # narrow kernel's buffers are slots of one 128-byte column chunk (8 KiB) each, as many
 # as fit beside the rest of its shared memory (hopper_tile: 25 for 16-bit caches, 20-21
 # beside fp8 layouts' raw records)
-HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 0)}
+HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 0),
+                Schedule.PAIR: (64, 2)}
 HOPPER_SMEM_PER_BLOCK = 232448   # sm_90's opt-in per-block shared memory
 HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
-                    Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2"}
+                    Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2", Schedule.PAIR: "hopper/mla_decode_pair.cu.j2"}
 # the schedules that load their tiles by TMA alone (they need the kv_map)
 TMA_ONLY_SCHEDULES = (Schedule.SEESAW, Schedule.NARROW)
 

@@ -8,7 +8,7 @@ Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
 tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` /
-``_narrow`` (its other schedules).  Combine names read ``mla_combine_{out dtype}``; the GPU
+``_narrow`` / ``_pair`` (its other schedules).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -51,10 +51,13 @@ class Schedule(str, enum.Enum):
     16- or 32-row tiles with the keys as the MMA's M (S^T = K Q^T, O^T = V^T P^T),
     so the tensor cores do those rows' work instead of a padded 64-row tile's
     (dense bf16/fp16 caches by TMA; fp8 / fp8_ds_mla records, dense or sparse, through
-    a producer warpgroup)."""
+    a producer warpgroup).  ``pair``: sparse ``fp8_ds_mla`` in clusters of two CTAs
+    holding one token's slots, each gathering and dequantising half of every 64-slot
+    tile into both (row groups of whole pairs of 64-row tiles)."""
     RING = "ring"
     SEESAW = "seesaw"
     NARROW = "narrow"
+    PAIR = "pair"
 
 
 def schedule_tile_rows(schedule: "Schedule", group_rows: int = 1) -> int:
@@ -236,6 +239,9 @@ def check(key: DecodeKey) -> None:
     if key.schedule is Schedule.SEESAW and not seesaw_supports(key):
         raise ValueError(f"the seesaw schedule is a hopper kernel of dense bf16/fp16 caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
+    if key.schedule is Schedule.PAIR and not pair_supports(key):
+        raise ValueError(f"the pair schedule is a hopper kernel of sparse, unfolded fp8_ds_mla caches, got "
+                         f"{key.backend.value} {key.layout.value} {key.sparsity.value} fold={key.fold}")
     if key.schedule is Schedule.NARROW and not narrow_supports(key):
         raise ValueError(f"the narrow schedule is a hopper kernel of dense bf16/fp16/fp8/fp8_ds_mla caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
@@ -282,9 +288,16 @@ def narrow_supports(key: DecodeKey) -> bool:
             and (records or (key.sparsity is Sparsity.DENSE and key.layout in (Layout.BF16, Layout.FP16))))
 
 
+def pair_supports(key: DecodeKey) -> bool:
+    """Which Hopper variants the pair schedule implements: sparse fp8_ds_mla records
+    with bf16 queries, one token a row group (unfolded)."""
+    return (key.backend is Backend.HOPPER and key.sparsity is Sparsity.SPARSE
+            and key.layout is Layout.FP8_DS_MLA and not key.fold and not key.q_fp8)
+
+
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow))?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))

@@ -654,3 +654,73 @@ def test_the_model_catches_a_slot_freed_by_one_math_warpgroup():
     the slot alone and the loader refills it under the one behind: lapped."""
     math = narrow_math_segments(9, 8, [6])
     assert "lapped" in run(6, 18, (math, math, narrow_loader(9)), 20)
+
+
+# ---- the pair schedule: two CTAs of a cluster (mla_decode_pair.cu.j2) ----
+# Six warpgroups: each CTA's producer, warpgroup 0 and warpgroup 1.  Tile j sits in
+# buffer j % 2 of both CTAs.  pfull_local[c, s] completes on CTA c's producer's
+# arrival; pfull_remote[c, s] on CTA c's producer's expect-tx arrival and the peer's
+# st.async bytes (one arrival here, made once the peer wrote them); pempty[c, s] on
+# one arrival of each math warpgroup of both CTAs.  P_READY alternates two named
+# barriers by tile parity (both warpgroups of one CTA).
+MBAR_PARTIES.update({"pfull_local": 1, "pfull_remote": 2, "pempty": 4})
+
+
+def pair_producer(c, wait_for_empty=True):
+    def producer(n, stages):
+        for t in range(n):
+            if t >= stages and wait_for_empty:
+                yield "mwait", ("pempty", c, t % stages), t // stages - 1
+            yield "marrive", ("pfull_remote", c, t % stages), None       # its own expect-tx
+            yield "marrive", ("pfull_remote", 1 - c, t % stages), None   # its half in the peer
+            yield "marrive", ("pfull_local", c, t % stages), None
+    return producer
+
+
+def pair_wg0(c, parity_barriers=True):
+    def wg0(n, stages):
+        for j in range(n):
+            yield "mwait", ("pfull_local", c, j % stages), j // stages
+            yield "mwait", ("pfull_remote", c, j % stages), j // stages
+            yield "arrive", ("p_ready", c, j % 2 if parity_barriers else 0), None   # P(j) after S(j)
+            yield "marrive", ("pempty", c, j % stages), None                      # P V(j) retired
+            yield "marrive", ("pempty", 1 - c, j % stages), None
+        yield "sync", ("pepilogue", c), None
+        yield "sync", ("pepilogue", c), None
+    return wg0
+
+
+def pair_wg1(c, parity_barriers=True):
+    def wg1(n, stages):
+        for j in range(n):
+            yield "sync", ("p_ready", c, j % 2 if parity_barriers else 0), None
+            yield "mwait", ("pfull_local", c, j % stages), j // stages
+            yield "mwait", ("pfull_remote", c, j % stages), j // stages
+            yield "marrive", ("pempty", c, j % stages), None
+            yield "marrive", ("pempty", 1 - c, j % stages), None
+        yield "sync", ("pepilogue", c), None
+        yield "sync", ("pepilogue", c), None
+    return wg1
+
+
+def pair_warpgroups(**kw):
+    return tuple(f(c, **kw) if f is not pair_producer else f(c) for c in (0, 1)
+                 for f in (pair_producer, pair_wg0, pair_wg1))
+
+
+def test_pair_hand_over_neither_hangs_nor_laps():
+    assert {n: run(n, 2, pair_warpgroups()) for n in range(20)} == {n: "ok" for n in range(20)}
+
+
+def test_the_model_catches_a_pair_producer_that_does_not_wait_for_empty():
+    """Refilling a buffer before both CTAs' math warpgroups released it publishes
+    tile t + 2 over tile t: a math warpgroup's full wait is lapped."""
+    wgs = list(pair_warpgroups())
+    wgs[0] = pair_producer(0, wait_for_empty=False)
+    assert "lapped" in run(8, 2, tuple(wgs)) or "twice" in run(8, 2, tuple(wgs))
+
+
+def test_the_model_shows_why_p_ready_alternates_by_tile_parity():
+    """One P_READY barrier: warpgroup 0 publishes P(j + 1) before warpgroup 1 synced
+    for P(j), and its second arrival joins the phase warpgroup 1 has not."""
+    assert "twice" in run(6, 2, pair_warpgroups(parity_barriers=False))

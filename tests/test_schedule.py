@@ -494,7 +494,16 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, HOPPER_DENSE, 24, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 128, "ring"),
-    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "ring"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "pair"),   # h128: clusters of 2
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 64, 256, "pair"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 64, "ring"),    # one tile a token
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 192, "ring"),   # not whole pairs
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", fold=True), 64, 128, "ring"),
+    (None, dict(HOPPER_DENSE, layout="fp8", sparsity="sparse"), 64, 128, "ring"),
+    ("ring", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "ring"),
+    ("pair", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "pair"),
+    ("pair", HOPPER_DENSE, 64, 128, "ring"),                    # forced, not a pair variant
+    ("pair", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 64, "ring"),
     ("ring", HOPPER_DENSE, 64, 128, "ring"),
     ("seesaw", HOPPER_DENSE, 64, 16, "seesaw"),                 # forced
     ("seesaw", HOPPER_DENSE, 1, 16, "seesaw"),                  # forced: the launch reports the page size

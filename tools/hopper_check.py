@@ -2,7 +2,7 @@
 thing to run after a change to kernels/hopper/.
 
 Usage (GPU machine, from the checkout):
-    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|narrow] [--case N]
+    PYTHONPATH=. python3 tools/hopper_check.py [--quick] [--schedule ring|seesaw|narrow|pair] [--case N]
 
 A case that crashes (a kernel fault) is named on stderr (CRASH ...); rerun it alone with
 the seed the run printed: MLA_CUPY_SEED=<seed> ... --schedule S --case N.
@@ -71,6 +71,8 @@ def correctness(quick: bool, schedule: str, only: int | None = None) -> int:
               dict(layout="fp8"), dict(layout="fp8", num_heads=128, page_size=64, sink="random"),
               dict(layout="fp8", d_qk=512, mask="sliding_window_causal"),
               dict(layout="fp8_ds_mla", num_heads=1), dict(layout="fp8", num_heads=4, page_size=3)]
+    if schedule == "pair":   # sparse fp8_ds_mla in whole pairs of 64-row tiles only
+        cases = []
     fails = 0
     for i, kw in enumerate(cases[: 8 if quick else None]):
         kw = dict(kw)
@@ -106,6 +108,14 @@ def correctness(quick: bool, schedule: str, only: int | None = None) -> int:
                     dict(layout="fp8", num_heads=128, topk="random"), dict(layout="fp8", fold=True),
                     dict(num_heads=4), dict(layout="fp8_ds_mla", num_heads=1, sink="random"),
                     dict(layout="fp8", num_heads=8, mask="null")]
+    if schedule == "pair":   # unfolded fp8_ds_mla, 128 k heads (the clusters' row groups)
+        sparse_cases = [dict(num_heads=128), dict(num_heads=128, mask="null", sink="random"),
+                        dict(num_heads=128, logical=True, topk="random"),
+                        dict(num_heads=256, extra_stride=40, extra_topk="random", logical=True),
+                        dict(num_heads=128, seq_lens=[3, 1, 2], extra_stride=70),
+                        dict(num_heads=128, topk="random", mask="null", seq_lens=[1, 1, 1, 1, 1, 1])]
+        for kw in sparse_cases:
+            kw["layout"] = "fp8_ds_mla"
     # (the seesaw covers dense 16-bit caches only: sparse cases run the ring either way;
     # the narrow kernel covers sparse fp8 layouts at 16 rows or fewer)
     for i, kw in enumerate(sparse_cases[: 0 if schedule == "seesaw" else 5 if quick else None]):
@@ -137,12 +147,12 @@ def main(argv=None) -> int:
     os.environ[environment.BACKEND] = "hopper"   # an error wherever the family would not run
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--schedule", choices=("ring", "seesaw", "narrow"), action="append",
+    ap.add_argument("--schedule", choices=("ring", "seesaw", "narrow", "pair"), action="append",
                     help="a schedule to check (repeatable; default all)")
     ap.add_argument("--case", type=int, help="run only this dense case (with MLA_CUPY_SEED: a replay)")
     a = ap.parse_args(argv)
     t0 = time.time()
-    fails = sum(correctness(a.quick, s, a.case) for s in a.schedule or ("ring", "seesaw", "narrow"))
+    fails = sum(correctness(a.quick, s, a.case) for s in a.schedule or ("ring", "seesaw", "narrow", "pair"))
     print(f"correctness: {fails} failures ({time.time() - t0:.0f} s)", flush=True)
     return 1 if fails else 0
 
