@@ -124,7 +124,7 @@ def test_narrow_schedule_sparse(compiled_kernels, rng, monkeypatch, layout, mask
 
 @pytest.mark.parametrize("mask", ["null", "causal"])
 def test_pair_schedule_sparse(compiled_kernels, rng, monkeypatch, mask):
-    """fp8_ds_mla in whole pairs of 64-row tiles (h = 128, 256) runs the pair schedule
+    """fp8_ds_mla in whole pairs of 64-row tiles (h = 128) runs the pair schedule
     (clusters of two CTAs, each dequantising half of every tile into both): garbage
     and -1 indices, topk_lengths, logical positions, the extra stream, several tokens a
     sequence, sinks, page sizes 1 / 16 / 64, one and three splits; the launched
@@ -133,7 +133,7 @@ def test_pair_schedule_sparse(compiled_kernels, rng, monkeypatch, mask):
     from mla_cupy import dispatch
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     shapes = [(128, [1, 2, 1], dict()), (128, [2, 1], dict(extra_stride=40, extra_topk="random", logical=True)),
-              (256, [1, 1], dict(topk="random")), (128, [3], dict(extra_stride=24, topk="random"))]
+              (128, [1, 1], dict(topk="random")), (128, [3], dict(extra_stride=24, topk="random"))]
     for num_heads, seq_lens, kw in shapes:
         monkeypatch.setattr(dispatch, "_eager_plans", {})
         case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[300, 4000, 70][:len(seq_lens)],

@@ -495,7 +495,7 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "pair"),   # h128: clusters of 2
-    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 64, 256, "pair"),
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 1, 128, "pair"),   # any page size
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 64, "ring"),    # one tile a token
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 192, "ring"),   # not whole pairs
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", fold=True), 64, 128, "ring"),
