@@ -124,14 +124,15 @@ def test_narrow_schedule_sparse(compiled_kernels, rng, monkeypatch, layout, mask
 
 @pytest.mark.parametrize("mask", ["null", "causal"])
 def test_pair_schedule_sparse(compiled_kernels, rng, monkeypatch, mask):
-    """fp8_ds_mla in whole pairs of 64-row tiles (h = 128) runs the pair schedule
-    (clusters of two CTAs, each dequantising half of every tile into both): garbage
+    """The pair schedule forced (MLA_CUPY_HOPPER_SCHEDULE=pair) over fp8_ds_mla in whole
+    pairs of 64-row tiles (h = 128; clusters of two CTAs, each dequantising half of
+    every tile into both): garbage
     and -1 indices, topk_lengths, logical positions, the extra stream, several tokens a
     sequence, sinks, page sizes 1 / 16 / 64, one and three splits; the launched
     variant is checked to be the pair kernel (the portable one under
     MLA_CUPY_BACKEND=portable)."""
     from mla_cupy import dispatch
-    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "pair")
     shapes = [(128, [1, 2, 1], dict()), (128, [2, 1], dict(extra_stride=40, extra_topk="random", logical=True)),
               (128, [1, 1], dict(topk="random")), (128, [3], dict(extra_stride=24, topk="random"))]
     for num_heads, seq_lens, kw in shapes:
