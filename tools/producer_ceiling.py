@@ -16,6 +16,8 @@ it bound by the instructions it issues, NOTES.md):
   nostore    the dequantised tile's stores (the values kept alive, not written)
   nocopy     the bulk copies of the raw records (raw[s] completes on the warps'
              arrivals alone; the bytes dequantised are whatever the buffer held)
+  noload     the pair schedule's register loads of the records (zeros dequantised;
+             MLA_CUPY_HOPPER_SCHEDULE=pair)
 Ablations join with '+' (nocopy+noconvert+nostore: the producer's skeleton).
 --keep-mma applies them to the whole kernel instead: with every producer ablation
 joined, what is left is the math warpgroups and the hand-overs, the math's own bound.
@@ -54,6 +56,8 @@ ABLATIONS = {
     "noscale": [("if constexpr (GROUP_SCALED) {", "if constexpr (false) {")],
     "noconvert": [(_DEQUANT, _DEQUANT + " lo = v; hi = make_uint4(v.y, v.x, v.w, v.z); return;")],
     "nocopy": [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")],
+    "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
+                "const bool valid = false;")],
     "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
