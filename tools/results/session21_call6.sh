@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 21, call 6 (device, repository root):  OUT=$OUT bash tools/results/session21_call6.sh
-# The pair's producer: its whole share converted, stored locally, fenced and published, and
-# only then sent to the peer by st.async (before: local and remote stores interleaved, then
+# The pair's producer: its share converted and stored locally, fenced and published, and
+# only then read back and sent to the peer by st.async (before: local and remote stores interleaved, then
 # the proxy fence, which waits for the st.async round trips: session 11's finding).
 # Call 5: the pair with neither MMAs nor loads nor conversions still took 183.6 us (2.9 us a
 # 64-slot tile of hand-overs and stores).  Prediction: if the fence's wait on DSMEM is in that
