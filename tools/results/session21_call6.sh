@@ -6,6 +6,8 @@
 # Call 5: the pair with neither MMAs nor loads nor conversions still took 183.6 us (2.9 us a
 # 64-slot tile of hand-overs and stores).  Prediction: if the fence's wait on DSMEM is in that
 # skeleton, the pair 228.5 -> 205-215 us; if not, within 2%.
+# (Second run: the first read the rope back after the publish, over which warpgroup 0 had
+# written P(j): hopper_check failed 2 cases; the rope now goes from registers.)
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
@@ -18,11 +20,9 @@ if [ $rc -ne 0 ]; then cat "$L"; tail -30 $OUT/check_pair.txt; exit 1; fi
    tests/test_gpu_sparse.py -k "pair or matches" > /tmp/t_sparse.log 2>&1; echo "[sparse exit $?]" >> /tmp/t_sparse.log)
 say "sparse: $(tail -2 /tmp/t_sparse.log | tr '\n' ' ')"
 export PYTHONPATH=.:tests
-C="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128"
+C="sparse_ds_mla_b128_sq1_h128"
 for r in 1 2; do
   echo "== ring ($r)" >> "$L"; BENCH_TIMEOUT=100 bench; say bench
   echo "== pair, forced ($r)" >> "$L"; MLA_CUPY_HOPPER_SCHEDULE=pair BENCH_TIMEOUT=100 bench; say bench
 done
-MLA_CUPY_HOPPER_SCHEDULE=pair timeout 120 python3 tools/producer_ceiling.py sparse_ds_mla_b128_sq1_h128 \
-  --ablate noload+noconvert >> "$L" 2>&1; say "ceiling pair $?"
 cat "$L"
