@@ -40,7 +40,7 @@ def stripped_source(src: str) -> str:
     return src
 
 
-_DEQUANT = "auto dequant16 = [&](const uint4 v, float scale, uint4& lo, uint4& hi) {"
+_DEQUANT = "__device__ __forceinline__ void dequant16(const uint4 v, float scale, uint4& lo, uint4& hi) {"
 _STORE_LO = "*reinterpret_cast<uint4*>(base + sw128_offset<KV_CHUNK_BYTES>(ld_n, j)) = lo;"
 _STORE_HI = "*reinterpret_cast<uint4*>(base + sw128_offset<KV_CHUNK_BYTES>(ld_n, j + 1)) = hi;"
 _STORE_FN = "auto store_piece = [&](int tile, int i, const uint4 v, float scale) {"
@@ -53,7 +53,7 @@ _SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
              "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = ablation_sink;\n")
 # name -> (old, new) edits of the rendered fp8 kernel, each found exactly once
 ABLATIONS = {
-    "noscale": [("if constexpr (GROUP_SCALED) {", "if constexpr (false) {")],
+    "noscale": [("        if constexpr (SCALED) {", "        if constexpr (false) {")],
     "noconvert": [(_DEQUANT, _DEQUANT + " lo = v; hi = make_uint4(v.y, v.x, v.w, v.z); return;")],
     "nocopy": [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")],
     "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
