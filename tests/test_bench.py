@@ -643,3 +643,33 @@ def test_ncu_compare_refuses_an_unknown_case_and_peer():
         nc.main(["no_such_case", "--peer", "flashmla"])
     with pytest.raises(ValueError, match="--peer: expected one of"):
         nc.main(["b8_h16_s8192", "--peer", "no_such_peer"])
+
+
+# ---- tools/producer_ceiling.py: the ablated kernel sources (also ncu_hotspots.py --ablate) ----
+
+@pytest.mark.parametrize("name, ablations", [
+    ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper", ["noscale", "noconvert", "nocopy", "nostore",
+                                                        "nocopy+noconvert+nostore"]),
+    ("mla_decode_fp8_causal_dense_fold0_hopper", ["noconvert", "nostore"]),
+    ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair", ["noscale", "noconvert", "noload", "noload+noconvert"]),
+])
+def test_every_ablation_edits_the_kernel_it_names(name, ablations):
+    """Each edit is found exactly once in the rendered kernel (ablated_source asserts it),
+    changes the source, and 'strip' empties both wgmma helpers; the pair's noload is the
+    pair's alone (the ring has no register loads)."""
+    from mla_cupy.render import render
+    from mla_cupy.variants import parse
+    pc = _tool("producer_ceiling")
+    source = render(parse(name))
+    key = (name,)
+    stripped = pc.transformed_source(key, "strip")
+    assert stripped.count("{ return;") == 2 and stripped != source
+    for spec in ablations:
+        for prefix, keep in (("", True), ("strip+", False)):
+            assert pc.parse_ablation(prefix + spec) == (spec, keep)
+            assert pc.transformed_source(key, prefix + spec) not in (source, stripped)
+    with pytest.raises(ValueError, match="bogus"):
+        pc.parse_ablation("strip+bogus")
+    if not name.endswith("_pair"):
+        with pytest.raises(AssertionError):
+            pc.transformed_source(key, "noload")

@@ -65,8 +65,10 @@ def check_arguments(cases, peer: str | None) -> None:
             raise ValueError(f"--peer {peer}: {why}")
 
 
-def child(case_name: str, calls: int, peer: str | None = None) -> None:
-    """The profiled process: one warm-up call, then `calls` calls, each synchronised."""
+def child(case_name: str, calls: int, peer: str | None = None, ablate: str | None = None) -> None:
+    """The profiled process: one warm-up call, then `calls` calls, each synchronised.
+    `ablate` (producer_ceiling.parse_ablation's spec): the case's Hopper decode kernel
+    rebuilt without the named parts after the warm-up (its output is garbage)."""
     import cupy
 
     from mla_cupy import bench, peers
@@ -78,6 +80,15 @@ def child(case_name: str, calls: int, peer: str | None = None) -> None:
         call, _, _ = bench.ours(case, inputs)
     call()
     cupy.cuda.Device().synchronize()
+    if ablate:
+        import producer_ceiling
+        key = producer_ceiling.decode_key_in_use()
+        if key is None:
+            raise ValueError(f"--ablate: {case_name} runs no single Hopper decode kernel")
+        producer_ceiling.swap_decode_kernel(key, producer_ceiling.transformed_source(key, ablate))
+        call, _, _ = bench.ours(case, inputs)   # a new plan, with the swapped kernel
+        call()
+        cupy.cuda.Device().synchronize()
     for _ in range(calls):
         cupy.cuda.nvtx.RangePush(NVTX_RANGE)   # ncu_compare.py profiles the kernels inside
         call()
@@ -92,9 +103,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--peer", help="profile this peer's call instead of ours (flashmla, flashinfer)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--ablate", help=argparse.SUPPRESS)   # ncu_hotspots.py --ablate
     a = ap.parse_args(argv)
     if a.child:
-        child(a.child, a.calls, a.peer)
+        child(a.child, a.calls, a.peer, a.ablate)
         return 0
     check_arguments(a.cases, a.peer)
     if a.calls < 1:

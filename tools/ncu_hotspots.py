@@ -11,6 +11,7 @@ A warp-specialised kernel shows each warpgroup's waits on its own instructions
 and wgmma waits), which is what the per-kernel stall ratios cannot separate.
 
     PYTHONPATH=. python3 tools/ncu_hotspots.py CASE KERNEL_REGEX [--top 40] [--out DIR] [--peer NAME]
+        [--ablate strip|strip+noload+noconvert|...]   (our kernel rebuilt as producer_ceiling.py ablates it)
     python3 tools/ncu_hotspots.py - - --csv hotspots_source.csv.gz     (a saved CSV, no GPU)
 """
 import argparse
@@ -22,15 +23,16 @@ import subprocess
 import sys
 
 
-def run_ncu(case, kernel, out_dir, peer=None):
+def run_ncu(case, kernel, out_dir, peer=None, ablate=None):
     rep = os.path.join(out_dir, "hotspots")
     # The calls of kernel_times.py's child (one warm-up, then synchronised calls), not
     # bench.py: the bench's head-of-queue spin kernel waits seconds under ncu.
     cmd = ["ncu", "--clock-control", "none", "-f", "-o", rep, "-k", f"regex:{kernel}",
-           "--launch-skip", "1", "--launch-count", "1",
+           "--launch-skip", "2" if ablate else "1", "--launch-count", "1",   # past the warm-ups
            "--section", "WarpStateStats", "--section", "SourceCounters",
            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_times.py"),
-           "--child", case, "--calls", "2"] + (["--peer", peer] if peer else [])
+           "--child", case, "--calls", "2"] + (["--peer", peer] if peer else []) \
+        + (["--ablate", ablate] if ablate else [])
     os.makedirs(out_dir, exist_ok=True)   # ncu -o does not create it
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -115,6 +117,8 @@ def main(argv=None):
     p.add_argument("--out", default="/tmp", help="where the .ncu-rep and the CSV go")
     p.add_argument("--csv", help="report a saved source-page CSV (.gz too) instead of profiling (no GPU)")
     p.add_argument("--peer", help="profile this peer's call of the case instead of ours (flashmla, flashinfer)")
+    p.add_argument("--ablate", help="profile our Hopper decode kernel rebuilt as tools/producer_ceiling.py "
+                   "ablates it: 'strip' (no wgmma) and its ablations, '+'-joined")
     args = p.parse_args(argv)
     if args.csv:
         opener = gzip.open if args.csv.endswith(".gz") else open
@@ -124,7 +128,15 @@ def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import kernel_times
     kernel_times.check_arguments([args.case], args.peer)   # before ncu runs
-    text = run_ncu(args.case, args.kernel, args.out, args.peer)
+    if args.ablate and args.peer:
+        p.error("--ablate rebuilds our kernel: not with --peer")
+    if args.ablate:
+        import producer_ceiling
+        try:
+            producer_ceiling.parse_ablation(args.ablate)
+        except ValueError as e:
+            p.error(str(e))
+    text = run_ncu(args.case, args.kernel, args.out, args.peer, args.ablate)
     with open(os.path.join(args.out, "hotspots_source.csv"), "w") as f:
         f.write(text)
     report(text, args.top)

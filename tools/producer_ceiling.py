@@ -76,6 +76,59 @@ def ablated_source(src: str, ablation: str, keep_mma: bool = False) -> str:
     return src
 
 
+def decode_key_in_use():
+    """The memo key of the one Hopper decode kernel the calls so far compiled (None
+    when there is not exactly one)."""
+    from mla_cupy import compiler
+    decode = [k for k in compiler._memo if k[0].startswith("mla_decode") and "_hopper" in k[0]]
+    return decode[0] if len(decode) == 1 else None
+
+
+def parse_ablation(spec: str):
+    """'strip' (no wgmma), or 'strip+A', or 'A' ('+'-joined ABLATIONS) -> (ablation, keep_mma)."""
+    parts = [x for x in spec.split("+") if x]
+    keep_mma = "strip" not in parts
+    parts = [x for x in parts if x != "strip"]
+    for x in parts:
+        if x not in ABLATIONS:
+            raise ValueError(f"ablation: expected 'strip' and names from {sorted(ABLATIONS)}, got {x!r} in {spec!r}")
+    return "+".join(parts), keep_mma
+
+
+def swap_decode_kernel(key, src):
+    """Put the kernel built from `src` in the dispatcher's place of the decode kernel
+    `key` (compiler._memo) and drop the cached plans, which hold their kernels;
+    returns a function that puts the original back."""
+    import cupy
+
+    from mla_cupy import compiler, dispatch
+    from mla_cupy.variants import parse
+    variant = parse(key[0])
+    mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
+                         backend="nvrtc")
+    kernel = mod.get_function(key[0])
+    kernel.max_dynamic_shared_size_bytes = compiler._dynamic_smem(variant)
+    original = compiler._memo[key]
+    compiler._memo[key] = kernel
+    dispatch._eager_plans.clear()
+
+    def restore():
+        compiler._memo[key] = original
+        dispatch._eager_plans.clear()
+    return restore
+
+
+def transformed_source(key, spec: str) -> str:
+    """The rendered source of decode kernel `key` under ablation `spec` (parse_ablation)."""
+    from mla_cupy.render import render
+    from mla_cupy.variants import parse
+    source = render(parse(key[0]))
+    ablation, keep_mma = parse_ablation(spec)
+    if not ablation:
+        return source if keep_mma else stripped_source(source)
+    return ablated_source(source, ablation, keep_mma)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", default=["sparse_ds_mla_b128_sq1_h128", "sparse_ds_mla_b128_sq1_h64"])
@@ -92,50 +145,37 @@ def main():
     import cupy
 
     sys.path.insert(0, "tools")
-    from mla_cupy import bench, compiler
+    from mla_cupy import bench, compiler, dispatch
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     from split_sweep import call_with
     timer = bench.Timer()
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    from mla_cupy import dispatch
-
-    def fresh():   # plans hold their kernels: a swapped kernel needs new plans
-        dispatch._eager_plans.clear()
 
     for name in args.cases:
         case = bench.NAMED_CASES[name]
         inputs = bench.build_inputs(case)
         compiler._memo.clear()
-        fresh()
+        dispatch._eager_plans.clear()
         call, _, p = call_with(case, inputs, None)
         call()
         timer.sync()
-        decode = [k for k in compiler._memo if k[0].startswith("mla_decode") and "_hopper" in k[0]]
-        if len(decode) != 1:
-            print(f"{name}: expected one Hopper decode kernel in use, found {decode}")
+        key = decode_key_in_use()
+        if key is None:
+            print(f"{name}: expected one Hopper decode kernel in use")
             continue
-        key = decode[0]
         full_us, _, _ = timer.gpu_us(call, args.repeats)
-        variant = parse(key[0])
-        source = render(variant)
+        source = render(parse(key[0]))
 
         def time_source(src):   # the case's time with its decode kernel built from src
-            mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
-                                 backend="nvrtc")
-            kernel = mod.get_function(key[0])
-            kernel.max_dynamic_shared_size_bytes = compiler._dynamic_smem(variant)
-            original = compiler._memo[key]
-            compiler._memo[key] = kernel
-            fresh()
+            restore = swap_decode_kernel(key, src)
             try:
                 call, _, _ = call_with(case, inputs, None)
                 call()
                 timer.sync()
                 return timer.gpu_us(call, args.repeats)[0]
             finally:
-                compiler._memo[key] = original
-                fresh()
+                restore()
 
         bare_us = time_source(stripped_source(source))
         # every CTA of a row group dequantises the group's keys: a sparse token's heads, or

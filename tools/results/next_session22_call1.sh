@@ -28,4 +28,12 @@ C="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128"
 ROUNDS=2 BENCH_TIMEOUT=100 compare_rounds lf /tmp/lf
 unset MLA_CUPY_HOPPER_SCHEDULE
 echo "== the ring (auto)" >> "$L"; PYTHONPATH=. BENCH_TIMEOUT=100 bench; say bench
+# Where the pair's skeleton (no MMAs, loads or conversion: 183.6 us in session 21) waits:
+# ncu on the kernel as producer_ceiling ablates it, HEAD's and lf's.
+export PYTHONPATH=.:tests
+MLA_CUPY_HOPPER_SCHEDULE=pair timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 hopper_pair \
+  --ablate strip+noload+noconvert --top 60 --out /tmp/hs/skel > $OUT/hotspots_skeleton.txt 2>&1; say "skeleton HEAD $?"
+(cd /tmp/lf && MLA_CUPY_HOPPER_SCHEDULE=pair timeout 120 python3 tools/ncu_hotspots.py sparse_ds_mla_b128_sq1_h128 \
+  hopper_pair --ablate strip+noload+noconvert --top 60 --out /tmp/hs/skel_lf > $OUT/hotspots_skeleton_lf.txt 2>&1)
+say "skeleton lf $?"
 cat "$L"
