@@ -724,3 +724,151 @@ def test_the_model_shows_why_p_ready_alternates_by_tile_parity():
     """One P_READY barrier: warpgroup 0 publishes P(j + 1) before warpgroup 1 synced
     for P(j), and its second arrival joins the phase warpgroup 1 has not."""
     assert "twice" in run(6, 2, pair_warpgroups(parity_barriers=False))
+
+
+# ---- the persistent seesaw (designed, not built: tools/results/NOTES.md sessions 20-21) ----
+# A CTA runs several jobs (row tile, split, sequence) in turn.  Tile t of a job sits in
+# buffer t % 2 (a tiles in buffer 0), and is the u-th use of its buffer counting every
+# earlier job's tiles, so a full / empty phase is a use count, not a tile index (a job
+# with an odd tile count leaves buffer 1 a use behind).  Q is loaded by the loading warp
+# of buffer 0's L half between its tiles of two jobs, after both math warpgroups' last S
+# of the earlier job (q_empty, two parties) and before their first S of the next (q_full,
+# one party).  A third epilogue barrier keeps warpgroup 1 from writing the next job's
+# P(b) into sP1 while warpgroup 0 still reads the row sums there.  The model checks
+# phases only: that Q and sP1 are not overwritten while still read are data orders
+# (q_empty after each warpgroup's last S; the third barrier) it states but cannot test.
+MBAR_PARTIES.update({"qfull": 1, "qempty": 2})
+
+
+def _job_uses(jobs):
+    """(buffer, use index) of each tile of each job, uses counted across jobs."""
+    counts, out = [0, 0], []
+    for n in jobs:
+        tiles = []
+        for t in range(n):
+            tiles.append((t % 2, counts[t % 2]))
+            counts[t % 2] += 1
+        out.append(tiles)
+    return out
+
+
+def _wait_use(use, halves):
+    k, u = use
+    for h in halves:
+        yield "mwait", ("sfull", k, h), u
+
+
+def persistent_wg0(jobs, epilogue_syncs=3, uses=_job_uses):
+    def wg0(n, stages):
+        for j, tiles in enumerate(uses(jobs)):
+            n = len(tiles)
+            last_a = (n - 1) // 2 * 2 if n else -1
+            yield "mwait", ("qfull",), j
+            if n > 0:
+                yield from _wait_use(tiles[0], (L, R))
+            if last_a <= 0:
+                yield "marrive", ("qempty",), None           # its last S (or none) retired
+            for pr in range((n + 1) // 2):
+                ta, tb = 2 * pr, 2 * pr + 1
+                yield "arrive", "m0"
+                yield "sync", "m1"
+                yield "arrive", "p0"
+                yield "marrive", ("sempty", 0, L), None
+                if tb < n:
+                    yield "sync", "p1"
+                if ta + 2 < n:
+                    yield from _wait_use(tiles[ta + 2], (L,))
+                if tb < n:
+                    yield "marrive", ("sempty", 1, L), None
+                if ta + 2 < n:
+                    yield from _wait_use(tiles[ta + 2], (R,))
+                    if ta + 2 == last_a:
+                        yield "marrive", ("qempty",), None
+            for _ in range(epilogue_syncs):
+                yield "sync", "epilogue"
+    return wg0
+
+
+def persistent_wg1(jobs, epilogue_syncs=3, uses=_job_uses):
+    def wg1(n, stages):
+        for j, tiles in enumerate(uses(jobs)):
+            n = len(tiles)
+            last_b = (n - 2) // 2 * 2 + 1 if n > 1 else -1
+            yield "mwait", ("qfull",), j
+            if n > 1:
+                yield from _wait_use(tiles[1], (R, L))
+            if last_b <= 1:
+                yield "marrive", ("qempty",), None
+            for pr in range((n + 1) // 2):
+                ta, tb = 2 * pr, 2 * pr + 1
+                yield "sync", "m0"
+                yield "arrive", "m1"
+                if tb < n:
+                    yield "arrive", "p1"
+                yield "sync", "p0"
+                if tb < n:
+                    yield "marrive", ("sempty", 1, R), None
+                yield "marrive", ("sempty", 0, R), None
+                if tb + 2 < n:
+                    yield from _wait_use(tiles[tb + 2], (R, L))
+                    if tb + 2 == last_b:
+                        yield "marrive", ("qempty",), None
+            for _ in range(epilogue_syncs):
+                yield "sync", "epilogue"
+    return wg1
+
+
+def persistent_loader(jobs, k, h, q_wait=True, wait_for_empty=True):
+    """The loading warp of buffer k's half h; warp (0, L) also loads each job's Q."""
+    def warp(n, stages):
+        for j, tiles in enumerate(_job_uses(jobs)):
+            if (k, h) == (0, L):
+                if j > 0 and q_wait:
+                    yield "mwait", ("qempty",), j - 1
+                yield "marrive", ("qfull",), None
+            for buf, u in tiles:
+                if buf != k:
+                    continue
+                if u >= 1 and wait_for_empty:
+                    yield "mwait", ("sempty", k, h), u - 1
+                yield "marrive", ("sfull", k, h), None
+    return warp
+
+
+def persistent_warpgroups(jobs, **kw):
+    return ((persistent_wg0(jobs, **kw), persistent_wg1(jobs, **kw))
+            + tuple(persistent_loader(jobs, k, h) for k in (0, 1) for h in (L, R)))
+
+
+def test_persistent_seesaw_hand_over_neither_hangs_nor_laps():
+    """Every list of one to three jobs of 0-5 tiles (odd counts shift the buffers' use
+    counts apart), under the fixed and ten seeded random interleavings."""
+    import itertools
+    bad = {}
+    for count in (1, 2, 3):
+        for jobs in itertools.product(range(6), repeat=count):
+            got = run(0, 2, persistent_warpgroups(jobs), random_orders=10)
+            if got != "ok":
+                bad[jobs] = got
+    assert bad == {}
+
+
+def test_the_model_needs_per_buffer_use_counts():
+    """The math warpgroups counting phases by tile index from each job's start (as the
+    one-job kernel does) against loaders counting uses: after a job with an odd tile
+    count buffer 1's phases and theirs part, and a wait is lapped or never completes."""
+    def restarted(jobs):
+        return [[(t % 2, t // 2) for t in range(n)] for n in jobs]
+    jobs = (3, 2, 2)
+    wgs = (persistent_wg0(jobs, uses=restarted), persistent_wg1(jobs, uses=restarted)) \
+        + persistent_warpgroups(jobs)[2:]
+    got = run(0, 2, wgs, random_orders=5)
+    assert "lapped" in got or got.startswith("deadlock"), got
+    assert run(0, 2, persistent_warpgroups(jobs)) == "ok"
+
+
+def test_the_model_catches_a_persistent_loader_that_does_not_wait_for_empty():
+    """Refilling buffer 1's R half without its last reader's release, across jobs."""
+    jobs = (3, 4, 2)
+    wgs = persistent_warpgroups(jobs)[:5] + (persistent_loader(jobs, 1, R, wait_for_empty=False),)
+    assert "lapped" in run(0, 2, wgs)
