@@ -173,7 +173,7 @@ def hopper_loads() -> str:
     """How the ring kernel loads dense 16-bit tiles: by cp.async, from its producer
     warpgroup.  MLA_CUPY_HOPPER_LOADS (read per call) may still say so; its other
     value, "tma" (warpgroup 1's warp 0 issuing tensor-map boxes, 1-3% slower on the
-    H200), went with the producer (session 20, tools/results/NOTES.md), and is
+    H200), went with the producer (session 21, tools/results/NOTES.md), and is
     refused rather than ignored."""
     choice = environment.get(environment.HOPPER_LOADS) or "cp_async"
     if choice not in HOPPER_LOADS:
