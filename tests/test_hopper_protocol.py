@@ -229,12 +229,9 @@ def _seesaw_wait_tile(tile, halves):
         yield "mwait", ("sfull", tile % 2, h), tile // 2
 
 
-def seesaw_wg0(n, stages=2, edges=False):
-    """Warpgroup 0: S, softmax and O[:, :256] of tiles a = 2t.  ``edges``: every
-    tile is an edge tile, whose S first waits for both halves (zero_edges)."""
-    yield "sync", "q"
-    if n > 0:
-        yield from _seesaw_wait_tile(0, (L, R))
+def _seesaw_pairs_wg0(n, wait, edges=False, after_s=lambda t: ()):
+    """Warpgroup 0's pairs over a job of n tiles; wait(t, halves) yields the waits
+    for tile t, after_s(t) what follows S(t)'s retirement."""
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "arrive", "m0"
@@ -244,21 +241,17 @@ def seesaw_wg0(n, stages=2, edges=False):
         if tb < n:
             yield "sync", "p1"
         if ta + 2 < n:                                    # S(a + 2), chunks 0-3
-            yield from _seesaw_wait_tile(ta + 2, (L, R) if edges else (L,))
+            yield from wait(ta + 2, (L, R) if edges else (L,))
         if tb < n:
             yield "marrive", ("sempty", 1, L), None      # P(b) V_L(b) retired
-        if ta + 2 < n and not edges:                      # S(a + 2), chunks 4..
-            yield from _seesaw_wait_tile(ta + 2, (R,))
-    yield "sync", "epilogue"
-    yield "sync", "epilogue"
+        if ta + 2 < n:
+            if not edges:                                 # S(a + 2), chunks 4..
+                yield from wait(ta + 2, (R,))
+            yield from after_s(ta + 2)
 
 
-def seesaw_wg1(n, stages=2, edges=False):
-    """Warpgroup 1: S, softmax and O[:, 256:] of tiles b = 2t + 1 (its S waits for
-    the R half first: R_FIRST)."""
-    yield "sync", "q"
-    if n > 1:
-        yield from _seesaw_wait_tile(1, (R, L))
+def _seesaw_pairs_wg1(n, wait, after_s=lambda t: ()):
+    """Warpgroup 1's pairs (its S waits for the R half first: R_FIRST)."""
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "sync", "m0"
@@ -270,7 +263,28 @@ def seesaw_wg1(n, stages=2, edges=False):
             yield "marrive", ("sempty", 1, R), None      # P(b) V_R(b) retired
         yield "marrive", ("sempty", 0, R), None          # P(a)' V_R(a) retired
         if tb + 2 < n:                                    # S(b + 2)
-            yield from _seesaw_wait_tile(tb + 2, (R, L))
+            yield from wait(tb + 2, (R, L))
+            yield from after_s(tb + 2)
+
+
+def seesaw_wg0(n, stages=2, edges=False):
+    """Warpgroup 0: S, softmax and O[:, :256] of tiles a = 2t.  ``edges``: every
+    tile is an edge tile, whose S first waits for both halves (zero_edges)."""
+    yield "sync", "q"
+    if n > 0:
+        yield from _seesaw_wait_tile(0, (L, R))
+    yield from _seesaw_pairs_wg0(n, _seesaw_wait_tile, edges)
+    yield "sync", "epilogue"
+    yield "sync", "epilogue"
+
+
+def seesaw_wg1(n, stages=2, edges=False):
+    """Warpgroup 1: S, softmax and O[:, 256:] of tiles b = 2t + 1 (its S waits for
+    the R half first: R_FIRST)."""
+    yield "sync", "q"
+    if n > 1:
+        yield from _seesaw_wait_tile(1, (R, L))
+    yield from _seesaw_pairs_wg1(n, _seesaw_wait_tile)
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
@@ -768,22 +782,9 @@ def persistent_wg0(jobs, epilogue_syncs=3, uses=_job_uses):
                 yield from _wait_use(tiles[0], (L, R))
             if last_a <= 0:
                 yield "marrive", ("qempty",), None           # its last S (or none) retired
-            for pr in range((n + 1) // 2):
-                ta, tb = 2 * pr, 2 * pr + 1
-                yield "arrive", "m0"
-                yield "sync", "m1"
-                yield "arrive", "p0"
-                yield "marrive", ("sempty", 0, L), None
-                if tb < n:
-                    yield "sync", "p1"
-                if ta + 2 < n:
-                    yield from _wait_use(tiles[ta + 2], (L,))
-                if tb < n:
-                    yield "marrive", ("sempty", 1, L), None
-                if ta + 2 < n:
-                    yield from _wait_use(tiles[ta + 2], (R,))
-                    if ta + 2 == last_a:
-                        yield "marrive", ("qempty",), None
+            yield from _seesaw_pairs_wg0(
+                n, lambda t, halves: _wait_use(tiles[t], halves),
+                after_s=lambda t: [("marrive", ("qempty",), None)] if t == last_a else [])
             for _ in range(epilogue_syncs):
                 yield "sync", "epilogue"
     return wg0
@@ -799,20 +800,9 @@ def persistent_wg1(jobs, epilogue_syncs=3, uses=_job_uses):
                 yield from _wait_use(tiles[1], (R, L))
             if last_b <= 1:
                 yield "marrive", ("qempty",), None
-            for pr in range((n + 1) // 2):
-                ta, tb = 2 * pr, 2 * pr + 1
-                yield "sync", "m0"
-                yield "arrive", "m1"
-                if tb < n:
-                    yield "arrive", "p1"
-                yield "sync", "p0"
-                if tb < n:
-                    yield "marrive", ("sempty", 1, R), None
-                yield "marrive", ("sempty", 0, R), None
-                if tb + 2 < n:
-                    yield from _wait_use(tiles[tb + 2], (R, L))
-                    if tb + 2 == last_b:
-                        yield "marrive", ("qempty",), None
+            yield from _seesaw_pairs_wg1(
+                n, lambda t, halves: _wait_use(tiles[t], halves),
+                after_s=lambda t: [("marrive", ("qempty",), None)] if t == last_b else [])
             for _ in range(epilogue_syncs):
                 yield "sync", "epilogue"
     return wg1
