@@ -651,7 +651,8 @@ def test_ncu_compare_refuses_an_unknown_case_and_peer():
     ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper", ["noscale", "noconvert", "nocopy", "nostore",
                                                         "nocopy+noconvert+nostore"]),
     ("mla_decode_fp8_causal_dense_fold0_hopper", ["noconvert", "nostore"]),
-    ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair", ["noscale", "noconvert", "noload", "noload+noconvert"]),
+    ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair", ["noscale", "noconvert", "noload", "noload+noconvert",
+                                                             "nopeer", "noload+noconvert+nopeer"]),
 ])
 def test_every_ablation_edits_the_kernel_it_names(name, ablations):
     """Each edit is found exactly once in the rendered kernel (ablated_source asserts it),
@@ -671,5 +672,6 @@ def test_every_ablation_edits_the_kernel_it_names(name, ablations):
     with pytest.raises(ValueError, match="bogus"):
         pc.parse_ablation("strip+bogus")
     if not name.endswith("_pair"):
-        with pytest.raises(AssertionError):
-            pc.transformed_source(key, "noload")
+        for pair_only in ("noload", "nopeer"):
+            with pytest.raises(AssertionError):
+                pc.transformed_source(key, pair_only)

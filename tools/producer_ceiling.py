@@ -18,6 +18,9 @@ it bound by the instructions it issues, NOTES.md):
              arrivals alone; the bytes dequantised are whatever the buffer held)
   noload     the pair schedule's register loads of the records (zeros dequantised;
              MLA_CUPY_HOPPER_SCHEDULE=pair)
+  nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
+             barrier completes on the expect-tx of no bytes): what the distributed
+             shared memory traffic costs
 Ablations join with '+' (nocopy+noconvert+nostore: the producer's skeleton).
 --keep-mma applies them to the whole kernel instead: with every producer ablation
 joined, what is left is the math warpgroups and the hand-overs, the math's own bound.
@@ -58,6 +61,10 @@ ABLATIONS = {
     "nocopy": [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")],
     "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
                 "const bool valid = false;")],
+    "nopeer": [("constexpr u32 PEER_BYTES = HALF_KEYS * (PIECES * 16 + 8);", "constexpr u32 PEER_BYTES = 0;"),
+               ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(tile), peer));\n", ""),
+               ("                st_async_8(peer_smem(smem_base + SMEM_KEYTOK + 8 * at, peer), seen, "
+                "peer_smem(full_remote(tile), peer));\n", "")],
     "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],

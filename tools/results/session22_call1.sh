@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepared in session 21 (CPU-checked; not run).  Device, repository root:
-#   OUT=$OUT bash tools/results/next_session22_call1.sh
+#   OUT=$OUT bash tools/results/session22_call1.sh
 # lf = next_pair_local_first.patch on the pair schedule (forced only, MLA_CUPY_HOPPER_SCHEDULE=pair):
 #   the producer converts and stores its share in its own buffer, fences and publishes, and
 #   only then sends it to the peer by st.async (the latent read back from its own buffer, the
