@@ -652,7 +652,7 @@ def test_ncu_compare_refuses_an_unknown_case_and_peer():
                                                         "nocopy+noconvert+nostore"]),
     ("mla_decode_fp8_causal_dense_fold0_hopper", ["noconvert", "nostore"]),
     ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair", ["noscale", "noconvert", "noload", "noload+noconvert",
-                                                             "nopeer", "noload+noconvert+nopeer", "sectors"]),
+                                                             "nopeer", "noload+noconvert+nopeer"]),
 ])
 def test_every_ablation_edits_the_kernel_it_names(name, ablations):
     """Each edit is found exactly once in the rendered kernel (ablated_source asserts it),
@@ -672,6 +672,6 @@ def test_every_ablation_edits_the_kernel_it_names(name, ablations):
     with pytest.raises(ValueError, match="bogus"):
         pc.parse_ablation("strip+bogus")
     if not name.endswith("_pair"):
-        for pair_only in ("noload", "nopeer", "sectors"):
+        for pair_only in ("noload", "nopeer"):
             with pytest.raises(AssertionError):
                 pc.transformed_source(key, pair_only)

@@ -21,9 +21,6 @@ it bound by the instructions it issues, NOTES.md):
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
-  sectors    the pair's latent stores, each instruction's lanes writing whole 32-byte
-             sectors (pieces 8 d + qp and 8 d + 4 + qp instead of 8 d + 2 qp and + 1:
-             the bytes land in the wrong places): what half-written sectors cost
 Ablations join with '+' (nocopy+noconvert+nostore: the producer's skeleton).
 --keep-mma applies them to the whole kernel instead: with every producer ablation
 joined, what is left is the math warpgroups and the hand-overs, the math's own bound.
@@ -68,8 +65,6 @@ ABLATIONS = {
                ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(tile), peer));\n", ""),
                ("                st_async_8(peer_smem(smem_base + SMEM_KEYTOK + 8 * at, peer), seen, "
                 "peer_smem(full_remote(tile), peer));\n", "")],
-    "sectors": [("                put(tile, 8 * d + 2 * qp, lo);", "                put(tile, 8 * d + qp, lo);"),
-                ("                put(tile, 8 * d + 2 * qp + 1, hi);", "                put(tile, 8 * d + 4 + qp, hi);")],
     "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
