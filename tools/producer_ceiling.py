@@ -12,7 +12,7 @@ kernel without MMAs, one at a time, to say where its time goes (session 10 found
 it bound by the instructions it issues, NOTES.md):
   noscale    the group-scale multiply (fp8_ds_mla; what folding the scales into
              S and P would save)
-  noconvert  the whole e4m3 -> bf16 conversion (the raw 16 bytes stored twice)
+  noconvert  the whole e4m3 -> bf16 conversion (the raw bytes stored)
   nostore    the dequantised tile's stores (the values kept alive, not written)
   nocopy     the bulk copies of the raw records (raw[s] completes on the warps'
              arrivals alone; the bytes dequantised are whatever the buffer held)
@@ -43,7 +43,7 @@ def stripped_source(src: str) -> str:
     return src
 
 
-_DEQUANT = "__device__ __forceinline__ void dequant16(const uint4 v, float scale, uint4& lo, uint4& hi) {"
+_DEQUANT = "__device__ __forceinline__ uint4 dequant8(const uint2 v, float scale) {"
 _STORE_LO = "*reinterpret_cast<uint4*>(base + sw128_offset<KV_CHUNK_BYTES>(ld_n, j)) = lo;"
 _STORE_HI = "*reinterpret_cast<uint4*>(base + sw128_offset<KV_CHUNK_BYTES>(ld_n, j + 1)) = hi;"
 _STORE_FN = "auto store_piece = [&](int tile, int i, const uint4 v, float scale) {"
@@ -57,14 +57,14 @@ _SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
 # name -> (old, new) edits of the rendered fp8 kernel, each found exactly once
 ABLATIONS = {
     "noscale": [("        if constexpr (SCALED) {", "        if constexpr (false) {")],
-    "noconvert": [(_DEQUANT, _DEQUANT + " lo = v; hi = make_uint4(v.y, v.x, v.w, v.z); return;")],
+    "noconvert": [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")],
     "nocopy": [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")],
     "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
                 "const bool valid = false;")],
     "nopeer": [("constexpr u32 PEER_BYTES = HALF_KEYS * (PIECES * 16 + 8);", "constexpr u32 PEER_BYTES = 0;"),
                ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(tile), peer));\n", ""),
-               ("                st_async_8(peer_smem(smem_base + SMEM_KEYTOK + 8 * at, peer), seen, "
-                "peer_smem(full_remote(tile), peer));\n", "")],
+               ("                    st_async_8(peer_smem(smem_base + SMEM_KEYTOK + 8 * at, peer), seen,\n"
+                "                               peer_smem(full_remote(tile), peer));\n", "")],
     "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
