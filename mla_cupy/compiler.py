@@ -316,15 +316,15 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     ``seesaw`` applies to the variants it implements; on a page size TMA
     cannot load the launch reports it (tensor_map.KvMapSource).  A forced
     ``narrow`` applies to the variants it implements, row groups of at most
-    NARROW_MAX_ROWS and page sizes TMA can load; the ring runs the others.  A forced
-    ``pair`` applies to sparse unfolded fp8_ds_mla calls in row groups of whole pairs of
-    64-row tiles (PAIR_ROWS); ``auto`` leaves them on the ring, which is faster (H200,
-    b128 h128 top-2048: ring 219.5 us, pair 228.7; NOTES.md session 21)."""
+    NARROW_MAX_ROWS and page sizes TMA can load; the ring runs the others.  Sparse
+    unfolded fp8_ds_mla calls in row groups of whole pairs of 64-row tiles (PAIR_ROWS)
+    take the pair schedule under ``auto`` and ``pair`` (H200, b128 h128 top-2048: ring
+    220.3 us, pair 191.8; NOTES.md session 22)."""
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
     pair = pair_supports(key) and group_rows % PAIR_ROWS == 0
-    if chosen == "pair" and pair:
+    if chosen in ("auto", "pair") and pair:
         return Schedule.PAIR
     possible = seesaw_supports(key)
     byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # the producer copies them: any page size

@@ -494,7 +494,9 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, HOPPER_DENSE, 24, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 128, "ring"),
-    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "ring"),   # the pair: 228.7 vs 219.5 us
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "pair"),   # h128: clusters of 2
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 64, "ring"),    # one tile a token
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", fold=True), 64, 128, "ring"),
     ("pair", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 128, "pair"),   # forced: clusters of 2
     ("pair", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 1, 128, "pair"),   # any page
     ("pair", dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 192, "ring"),   # not whole pairs
