@@ -49,3 +49,13 @@ warm_kernels() {
   done
   wait
 }
+# hopper_check --schedule SCHEDULE in the tree at DIR, its output to $OUT/check_LABEL.txt,
+# its verdict (and any FAIL lines) to the log; returns its exit status.  (session 22 on)
+check_tree() {
+  local rc
+  (cd "$1" && PYTHONPATH=. timeout 90 python3 tools/hopper_check.py --schedule "$3" > "$OUT/check_$2.txt" 2>&1)
+  rc=$?
+  say "check $2 exit $rc: $(grep -h 'correctness' "$OUT/check_$2.txt")"
+  [ $rc -eq 0 ] || grep FAIL "$OUT/check_$2.txt" | cut -c1-300 >> "$L"
+  return $rc
+}

@@ -23,16 +23,12 @@ patched /tmp/sb next_pair_slot_bits.patch
 patched /tmp/ov next_pair_slot_bits_overlap.patch
 K="mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair mla_decode_fp8_ds_mla_causal_sparse_fold0_hopper_pair"
 warm_kernels . /tmp/sb /tmp/ov; say "warm"
-for v in sb ov; do
-  (cd /tmp/$v && PYTHONPATH=. timeout 90 python3 tools/hopper_check.py --schedule pair > $OUT/check_$v.txt 2>&1)
-  rc=$?; say "check $v exit $rc: $(grep -h 'correctness' $OUT/check_$v.txt)"
-  if [ $rc -ne 0 ]; then grep FAIL $OUT/check_$v.txt | cut -c1-300 >> "$L"; fi
-done
+passed=""
+for v in sb ov; do check_tree /tmp/$v $v pair && passed="$passed $v"; done
 C="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128"
 for r in 1 2; do
   echo "== HEAD ($r)" >> "$L"; PYTHONPATH=. BENCH_TIMEOUT=60 bench; say bench
-  for v in sb ov; do
-    grep -q "exit 0" <(grep "check $v" "$L") || continue
+  for v in $passed; do
     echo "== $v ($r)" >> "$L"; (cd /tmp/$v && PYTHONPATH=. BENCH_TIMEOUT=60 bench); say bench
   done
 done
