@@ -113,10 +113,10 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             return LaunchConfig(64, block_n, stages, 2, 384, smem)
         if key.schedule is Schedule.PAIR:
             # Q and two 64-slot buffers (P(j) in j's rope chunk), the row factors of 128
-            # threads by tile parity, each slot's visible tokens (int2), full_local,
-            # full_remote and empty mbarriers per buffer, the set-up's results (64 bytes;
-            # mla_decode_pair.cu.j2).
-            smem = (key.d_qk * 2 * (64 + stages * block_n) + 2 * 128 * 8 + stages * block_n * 8
+            # threads by tile parity, the slots' visibility bits (8 words a buffer),
+            # full_local, full_remote and empty mbarriers per buffer, the set-up's results
+            # (64 bytes; mla_decode_pair.cu.j2).
+            smem = (key.d_qk * 2 * (64 + stages * block_n) + 2 * 128 * 8 + stages * 8 * 4
                     + 3 * stages * 8 + 64 + 1024)
             return LaunchConfig(64, block_n, stages, 2, 384, smem)
         if key.schedule is Schedule.NARROW:
