@@ -31,6 +31,7 @@ import datetime
 import functools
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -133,12 +134,22 @@ def _issue8_cases():
             BenchCase("b32_h128_s4096", 32, 128, 1, 4096)]
 
 
+def sparse_ds_mla_case(batch_size: int, q_len: int, num_heads: int, topk: int = 2048) -> BenchCase:
+    """Issue 9's shape family: DeepSeek-V3.2 656-byte records, page 64, s_k 32768,
+    top-``topk`` distinct keys per token, attention sink; named
+    ``sparse_ds_mla_b{B}_sq{S}_h{H}`` (with ``_top{K}`` when topk is not 2048)."""
+    name = f"sparse_ds_mla_b{batch_size}_sq{q_len}_h{num_heads}" + (f"_top{topk}" if topk != 2048 else "")
+    return BenchCase(name, batch_size, num_heads, q_len, 32768, layout="fp8_ds_mla",
+                     mask="null", sparse_topk=topk, sink=True)
+
+
+_SPARSE_NAME = re.compile(r"sparse_ds_mla_b(\d+)_sq(\d+)_h(\d+)(?:_top(\d+))?")
+
+
 def _sparse_cases():
-    """Issue 9's table: DeepSeek-V3.2 656-byte records, page 64, s_k 32768,
-    top-2048 distinct keys per token, attention sink."""
+    """Issue 9's table (sparse_ds_mla_case)."""
     shapes = [(128, 2, 128), (128, 1, 128), (128, 1, 64), (64, 2, 128), (2, 2, 128), (128, 1, 16)]
-    return [BenchCase(f"sparse_ds_mla_b{b}_sq{s}_h{h}", b, h, s, 32768, layout="fp8_ds_mla",
-                      mask="null", sparse_topk=2048, sink=True) for b, s, h in shapes]
+    return [sparse_ds_mla_case(b, s, h) for b, s, h in shapes]
 
 
 def _fp8_dense_cases():
@@ -178,6 +189,21 @@ SUITES["default"] = SUITES["issue8"] + SUITES["sparse"]
 SUITES["all"] = (SUITES["default"] + SUITES["sparse_more"] + [c for c in SUITES["fp8"] if c.layout != "bf16"]
                  + SUITES["deepseek"])
 NAMED_CASES = {c.name: c for c in SUITES["all"]}
+
+
+def case_named(name: str) -> BenchCase:
+    """A named case (``mla-cupy bench --list``), or any shape of issue 9's sparse
+    family by its name (sparse_ds_mla_case: ``sparse_ds_mla_b2_sq1_h128_top4096``)."""
+    if name in NAMED_CASES:
+        return NAMED_CASES[name]
+    m = _SPARSE_NAME.fullmatch(name)
+    if m:
+        b, s, h, topk = (int(g) if g is not None else None for g in m.groups())
+        case = sparse_ds_mla_case(b, s, h, 2048 if topk is None else topk)
+        if case.name == name:    # canonical spelling only: one name a shape
+            return case
+    raise ValueError(f"CASE: expected a named case (mla-cupy bench --list) or "
+                     f"sparse_ds_mla_b{{B}}_sq{{S}}_h{{H}}[_top{{K}}], got {name!r}")
 
 
 # ------------------------------------------------------------------ model numbers
@@ -288,9 +314,7 @@ def resolve_cases(args) -> list[BenchCase]:
                                args.cache_len + args.q_len, args.page_size, args.layout, args.mask,
                                args.lengths, args.sparse_topk, args.sink, args.seed, args.fold))
     for name in args.cases:
-        if name not in NAMED_CASES:
-            raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
-        cases.append(NAMED_CASES[name])
+        cases.append(case_named(name))
     if args.suite is not None or not cases:
         cases += SUITES[args.suite or "default"]
     return cases

@@ -56,6 +56,21 @@ def test_every_named_case_is_well_formed_and_its_name_matches_its_shape():
         assert B.flops(c) > 0 and B.bytes_moved(c) > 0
 
 
+def test_case_named_reads_the_sparse_family_by_its_canonical_name_only():
+    assert B.case_named("sparse_ds_mla_b2_sq2_h128") is B.NAMED_CASES["sparse_ds_mla_b2_sq2_h128"]
+    c = B.case_named("sparse_ds_mla_b66_sq1_h128_top4096")
+    assert (c.batch_size, c.q_len, c.num_heads, c.sparse_topk) == (66, 1, 128, 4096)
+    assert (c.layout, c.mask, c.num_keys, c.sink) == ("fp8_ds_mla", "null", 32768, True)
+    assert c.name == "sparse_ds_mla_b66_sq1_h128_top4096"
+    assert B.case_named("sparse_ds_mla_b7_sq1_h64") == B.sparse_ds_mla_case(7, 1, 64)
+    for bad in ("sparse_ds_mla_b2_sq2_h128_top2048", "sparse_ds_mla_b02_sq1_h128", "b7_h16_s8192",
+                "sparse_ds_mla_b2_sq2_h128_fold"):
+        with pytest.raises(ValueError, match="CASE: expected"):
+            B.case_named(bad)
+    with pytest.raises(ValueError, match="num_heads"):
+        B.case_named("sparse_ds_mla_b2_sq2_h256")
+
+
 def test_fp8_suite_pairs_each_fp8_layout_with_the_bf16_case_of_its_shape():
     suite = B.SUITES["fp8"]
     assert [c.name for c in suite] == [

@@ -55,8 +55,7 @@ def check_arguments(cases, peer: str | None) -> None:
     ValueError naming the argument (ncu_compare.py checks its own the same way)."""
     from mla_cupy import bench, peers
     for name in cases:
-        if name not in bench.NAMED_CASES:
-            raise ValueError(f"CASE: expected a named case (mla-cupy bench --list), got {name!r}")
+        bench.case_named(name)
     if peer is not None:
         if peer not in peers.PEERS:
             raise ValueError(f"--peer: expected one of {sorted(peers.PEERS)}, got {peer!r}")
@@ -72,7 +71,7 @@ def child(case_name: str, calls: int, peer: str | None = None, ablate: str | Non
     import cupy
 
     from mla_cupy import bench, peers
-    case = bench.NAMED_CASES[case_name]
+    case = bench.case_named(case_name)
     inputs = bench.build_inputs(case)
     if peer:
         call, _, _ = peers.PEERS[peer].prepare(case, inputs)

@@ -203,7 +203,7 @@ def main():
     for spec in args.cases:
         name, _, p = spec.partition(":")
         p = int(p) if p else None
-        c = bench.NAMED_CASES[name]
+        c = bench.case_named(name)
         i = bench.build_inputs(c)
         f, out, _ = call_with(c, i, p)
         f()

@@ -160,7 +160,7 @@ def main():
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
 
     for name in args.cases:
-        case = bench.NAMED_CASES[name]
+        case = bench.case_named(name)
         inputs = bench.build_inputs(case)
         compiler._memo.clear()
         dispatch._eager_plans.clear()

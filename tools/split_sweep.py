@@ -34,13 +34,13 @@ def call_with(case, inputs, num_partitions):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("cases", nargs="+", help="CASE:P1,P2,... (bench case names)")
+    p.add_argument("cases", nargs="+", help="CASE:P1,P2,... (bench.case_named names)")
     p.add_argument("--repeats", type=int, default=20)
     args = p.parse_args()
     timer = bench.Timer()
     for spec in args.cases:
         name, ps = spec.split(":")
-        case = bench.NAMED_CASES[name]
+        case = bench.case_named(name)
         inputs = bench.build_inputs(case)
         base, base_out, chosen = call_with(case, inputs, None)
         base()
