@@ -197,7 +197,8 @@ DECODE = Abi("mla_decode", (
       "0: the key axis cut into num_partitions splits"),
     P("segment_ctas", "int", "segment mode (narrow kernel): gridDim.y shares of the batch's key "
       "tiles, each CTA's part of a sequence a segment (docs/spec.md section 7); 0: splits"),
-    P("segment_batch", "int", "segment mode: the host's batch_size, which bounds the walk"),
+    P("host_batch", "int", "the host's batch_size: bounds segment mode's walk and the pair's jobs (a grid "
+      "z below it, schedule.pair_grid_z)"),
     P("seg_info", "int*", "[T, 4] segment mode: per token its sequence's first partial, partials and "
       "the token's row offset in them; null in split mode", nullable=True),
     # sparse mode (null / 0 when dense)

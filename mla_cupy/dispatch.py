@@ -25,7 +25,7 @@ from .render import combine_shape, launch_config, needs_kv_map, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
                           sm_count_of_current_device)
-from .schedule import MAX_PARTITIONS, row_tiling
+from .schedule import MAX_PARTITIONS, pair_grid_z, row_tiling
 from .records import D_V, output_dtype_name
 from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend
 
@@ -274,12 +274,13 @@ def _build_plan(
             seg_info = work["lse_part"] + 4 * part_rows
         decode_launch = KernelLaunch(
             abi.DECODE, decode, decode.kernel.ptr,
-            (1, segments, 1) if segments else (tiling.grid_x, grid_splits, host_batch),
+            (1, segments, 1) if segments else (tiling.grid_x, grid_splits, decode_grid_z(key, tiling, grid_splits,
+                                                                                    host_batch)),
             (cfg.num_threads,), cfg.smem_bytes,
             decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
                                scale=scale, num_tokens=num_tokens, num_heads=num_heads,
                                window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
-                               split_len=split_len, segment_ctas=segments, segment_batch=host_batch,
+                               split_len=split_len, segment_ctas=segments, host_batch=host_batch,
                                seg_info=seg_info),
             mode, kv_map_source=kv_map_source(key, kv_collection))
         combine_launch = None
@@ -562,8 +563,16 @@ def balanced_splits(key: DecodeKey, mask, scalar_args_buf, num_partitions_in, ba
     return host_batch * num_partitions
 
 
+def decode_grid_z(key: DecodeKey, tiling, grid_splits: int, host_batch: int) -> int:
+    """The decode grid's z: the host's batch, or for the pair schedule (clusters of two
+    row tiles) schedule.pair_grid_z, whose CTAs run the virtual z beyond it as later jobs."""
+    if key.schedule is Schedule.PAIR:
+        return pair_grid_z(host_batch, tiling.grid_x // 2 * grid_splits, sm_count_of_current_device())
+    return host_batch
+
+
 def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx, scale,
-                       num_tokens, num_heads, window, split_len=0, segment_ctas=0, segment_batch=0,
+                       num_tokens, num_heads, window, split_len=0, segment_ctas=0, host_batch=0,
                        seg_info=None) -> dict:
     """The decode kernel's arguments by ABI name (abi.DECODE): ``given`` the
     call's array addresses by ABI name (None = null), ``work`` the workspace's
@@ -574,7 +583,7 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         page_size=kv.page_size, lookup_stride=kv.lookup_table.shape[1], window=window,
         num_tokens=num_tokens, scale_log2=scale * LOG2E, group_rows=tiling.group_rows,
         group_tiles=tiling.group_tiles, split_len=split_len, segment_ctas=segment_ctas,
-        segment_batch=segment_batch, seg_info=seg_info,
+        host_batch=host_batch, seg_info=seg_info,
         indices_stride=sparse.indices_stride if sparse is not None else 0,
         extra_stride=sparse.extra_indices_stride if sparse is not None else 0,
         main_rows_total=kv.num_blocks * kv.page_size,

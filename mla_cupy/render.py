@@ -23,6 +23,7 @@ import typing
 import jinja2
 
 from . import abi, environment, records
+from .schedule import PAIR_MAX_JOBS
 from .variants import (HOPPER_BYTE_LAYOUTS, QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout,
                        Mask, QuantizeKey, Schedule, Sparsity)
 
@@ -114,10 +115,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         if key.schedule is Schedule.PAIR:
             # Q and two 64-slot buffers (P(j) in j's rope chunk), the row factors of 128
             # threads by tile parity, the slots' visibility bits (8 words a buffer),
-            # full_local, full_remote and empty mbarriers per buffer, the set-up's results
-            # (64 bytes; mla_decode_pair.cu.j2).
+            # full_local, full_remote and empty mbarriers per buffer, a job's final row
+            # factors, the jobs' set-up (64 bytes each) and their count
+            # (mla_decode_pair.cu.j2).
             smem = (key.d_qk * 2 * (64 + stages * block_n) + 2 * 128 * 8 + stages * 8 * 4
-                    + 3 * stages * 8 + 64 + 1024)
+                    + 3 * stages * 8 + 128 * 8 + 64 * PAIR_MAX_JOBS + 16 + 1024)
             return LaunchConfig(64, block_n, stages, 2, 384, smem)
         if key.schedule is Schedule.NARROW:
             # Q (the tile's 16 or 32 rows), `stages` slots of one 128-byte column chunk of
@@ -300,6 +302,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
+        max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=key.tile_rows // consumers)
 
 

@@ -67,6 +67,25 @@ def batch_invariant_partitions(axis_keys: int, window: int | None = None) -> int
     return max(2, math.ceil(axis_keys / BATCH_INVARIANT_SPLIT_KEYS) + (window is not None))
 
 
+# The pair schedule (mla_decode_pair.cu.j2) runs a CTA's jobs (virtual grid z = blockIdx.z,
+# + gridDim.z, ...) from a table of this many in shared memory.
+PAIR_MAX_JOBS = 32
+
+
+def pair_grid_z(host_batch: int, clusters_per_z: int, sm_count: int = H200_SMS) -> int:
+    """Grid z of a pair launch: enough z that the clusters (two CTAs, one an SM) of
+    a z-slice, ``clusters_per_z`` = row-tile pairs x splits, fill the SMs once, so each
+    cluster runs its later jobs without a new launch, set-up and pipeline fill (H200,
+    b128 h128 top-2048, P=1: a second wave of CTAs costs 12 us more than 32 more tiles
+    in the same CTA, tools/results/NOTES.md session 23); at least host_batch /
+    PAIR_MAX_JOBS (a CTA's job table), at most host_batch (one job a CTA)."""
+    for name, v in (("host_batch", host_batch), ("clusters_per_z", clusters_per_z), ("sm_count", sm_count)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}: expected an int >= 1, got {v!r}")
+    fill = -(-(sm_count // 2) // clusters_per_z)
+    return min(host_batch, max(fill, -(-host_batch // PAIR_MAX_JOBS)))
+
+
 def tile_rows_for(rows_per_sequence: int) -> int:
     """Smallest tile that holds a sequence's rows (heads x tokens), else 64:
     16/32-row tiles skip the dead rows a 64-row tile would compute."""

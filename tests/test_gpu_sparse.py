@@ -122,17 +122,23 @@ def test_narrow_schedule_sparse(compiled_kernels, rng, monkeypatch, layout, mask
         assert_schedule_ran(dispatch._eager_plans.values(), "_hopper_narrow", case.describe())
 
 
+@pytest.mark.parametrize("jobs", ["one_a_cta", "persistent"])
 @pytest.mark.parametrize("mask", ["null", "causal"])
-def test_pair_schedule_sparse(compiled_kernels, rng, monkeypatch, mask):
+def test_pair_schedule_sparse(compiled_kernels, rng, monkeypatch, mask, jobs):
     """The pair schedule forced (MLA_CUPY_HOPPER_SCHEDULE=pair) over fp8_ds_mla in whole
     pairs of 64-row tiles (h = 128; clusters of two CTAs, each dequantising half of
     every tile into both): garbage
     and -1 indices, topk_lengths, logical positions, the extra stream, several tokens a
     sequence, sinks, page sizes 1 / 16 / 64, one and three splits; the launched
     variant is checked to be the pair kernel (the portable one under
-    MLA_CUPY_BACKEND=portable)."""
+    MLA_CUPY_BACKEND=portable).  ``persistent``: the grid built as for a device of two
+    SMs (schedule.pair_grid_z: one z), so every CTA runs each sequence's job in turn,
+    those of tokens past a shorter sequence skipped, empty ones (topk_lengths 0)
+    among them."""
     from mla_cupy import dispatch
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "pair")
+    if jobs == "persistent":
+        monkeypatch.setattr(dispatch, "sm_count_of_current_device", lambda: 2)
     shapes = [(128, [1, 2, 1], dict()), (128, [2, 1], dict(extra_stride=40, extra_topk="random", logical=True)),
               (128, [1, 1], dict(topk="random")), (128, [3], dict(extra_stride=24, topk="random"))]
     for num_heads, seq_lens, kw in shapes:
@@ -143,4 +149,6 @@ def test_pair_schedule_sparse(compiled_kernels, rng, monkeypatch, mask):
                                 page_size=int(rng.choice([1, 16, 64])), **kw)
         for p in (1, 3):
             _check(case, num_partitions=p)
-        assert_schedule_ran(dispatch._eager_plans.values(), "_hopper_pair", case.describe())
+        if assert_schedule_ran(dispatch._eager_plans.values(), "_hopper_pair", case.describe()):
+            grid_z = {plan.grid[2] for plan in dispatch._eager_plans.values()}
+            assert grid_z == ({1} if jobs == "persistent" else {len(seq_lens)}), (grid_z, case.describe())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import mla_cupy.schedule as S
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -562,3 +564,26 @@ def test_builds_for_matches_the_architectures_of_each_family():
     assert table == {75: (False, False, False, True), 80: (True, False, False, True),
                      86: (True, False, False, True), 89: (True, False, True, True),
                      90: (True, True, True, True), 100: (True, False, True, True)}
+
+
+@pytest.mark.parametrize("host_batch, clusters_per_z, sms, expected", [
+    (128, 1, 132, 66),     # b128 s_q1 h128: 66 clusters fill the SMs; 62 of them run two tokens
+    (128, 2, 132, 33),     # s_q2: two row-tile pairs a sequence
+    (2, 26, 132, 2),       # b2 s_q2 P=13: 52 clusters need no later jobs
+    (66, 1, 132, 66),      # one job a cluster
+    (4096, 1, 132, 128),   # the job table (PAIR_MAX_JOBS a CTA) bounds the jobs
+    (5, 1, 2, 1),          # one cluster runs every job
+    (1, 1, 1, 1),
+])
+def test_pair_grid_z(host_batch, clusters_per_z, sms, expected):
+    z = S.pair_grid_z(host_batch, clusters_per_z, sms)
+    assert z == expected
+    assert -(-host_batch // z) <= S.PAIR_MAX_JOBS
+
+
+@pytest.mark.parametrize("name, bad", [("host_batch", 0), ("clusters_per_z", -1), ("sm_count", True),
+                                       ("host_batch", 2.0)])
+def test_pair_grid_z_rejects_bad_arguments(name, bad):
+    kw = {**dict(host_batch=8, clusters_per_z=2, sm_count=132), name: bad}
+    with pytest.raises(ValueError, match=name):
+        S.pair_grid_z(**kw)

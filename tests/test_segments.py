@@ -173,7 +173,7 @@ def test_the_narrow_kernel_takes_equal_shares_when_the_split_is_its_to_choose(mo
     decode, combine = _launch(16)
     assert decode.kernel_name.endswith("_m16_hopper_narrow") and decode.grid == (1, 132, 1)
     slot = decode.slots
-    assert slot[abi.DECODE.slot("segment_ctas")] == 132 and slot[abi.DECODE.slot("segment_batch")] == B
+    assert slot[abi.DECODE.slot("segment_ctas")] == 132 and slot[abi.DECODE.slot("host_batch")] == B
     # seg_info: in the lse workspace's tail, after (G + B - 1) partials of 16 rows
     lse_part = slot[abi.DECODE.slot("lse_part")]
     assert slot[abi.DECODE.slot("seg_info")] == lse_part + 4 * (132 + B - 1) * 16

@@ -62,9 +62,9 @@ ABLATIONS = {
     "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
                 "const bool valid = false;")],
     "nopeer": [("constexpr u32 PEER_BYTES = HALF_KEYS * PIECES * 16 + 4 * 4;", "constexpr u32 PEER_BYTES = 0;"),
-               ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(tile), peer));\n", ""),
-               ("                    st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
-                "peer_smem(full_remote(tile), peer));\n", "")],
+               ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
+               ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
+                "peer_smem(full_remote(g), peer));\n", "")],
     "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
