@@ -44,7 +44,7 @@ def memcheck_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(make_sparse_case(rng, seq_lens=[2, 0, 1], cache_lens=[9, 5, 300], layout=layout,
                                       indices_stride=70, num_heads=16, fold=True, topk="random",
                                       extra_stride=9, extra_page_size=3, valid_fraction=0.5))
-    # 128 heads unfolded: on sm_90 the ring with the producer warpgroup, two CTAs a token
+    # 128 heads unfolded: on sm_90 the pair schedule (a cluster of two CTAs a token)
     cases.append(make_sparse_case(rng, seq_lens=[2, 0, 1], cache_lens=[9, 5, 300], layout="fp8_ds_mla",
                                   indices_stride=70, num_heads=128, fold=False, topk="random",
                                   extra_stride=9, extra_page_size=3, valid_fraction=0.5))

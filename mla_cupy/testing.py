@@ -18,6 +18,7 @@ remembers the seed its generator started from (``Case.seed``, in
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
@@ -676,6 +677,25 @@ def run_gpu(case: Case, *, return_lse=True, num_partitions=None, **decode_kwargs
         out=out, lse=lse, q_max_seq_len=case.q_max_seq_len,
         **case.sparse_kwargs(cupy), **case.fp8_kwargs(cupy), **decode_kwargs)
     return out.get().astype(np.float32), None if lse is None else lse.get()
+
+
+@contextlib.contextmanager
+def grid_for_sms(sms: int | None):
+    """The dispatcher's grids built as for a device of ``sms`` SMs (None: this one's),
+    eager plans dropped before and after: on two SMs the pair schedule's grid has one z
+    (schedule.pair_grid_z), so a CTA runs every sequence's job in turn at any batch."""
+    from . import dispatch
+    if sms is None:
+        yield
+        return
+    saved = dispatch.sm_count_of_current_device
+    dispatch._eager_plans.clear()
+    dispatch.sm_count_of_current_device = lambda: sms
+    try:
+        yield
+    finally:
+        dispatch.sm_count_of_current_device = saved
+        dispatch._eager_plans.clear()
 
 
 def assert_schedule_ran(plans, suffix: str, describe: str = "") -> bool:

@@ -23,7 +23,6 @@ replays, 512 MiB L2 flush, median of 30; see git history, commit 219b06f).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -139,30 +138,12 @@ def correctness(quick: bool, schedule: str, only: int | None = None) -> int:
             for p in (1, int(rng.integers(2, 9))):
                 if only is not None:                 # --case names a dense case
                     continue
-                with grid_for_sms(sms):
+                with testing.grid_for_sms(sms):
                     cmp = run_check(f"sparse case {i}", case, p)
                 fails += not cmp.ok
                 print(f"{'PASS' if cmp.ok else 'FAIL'} sparse case {i} P={p} stride={stride}"
                       f"{f' sms={sms}' if sms else ''} {case.describe()}: {cmp.message}", flush=True)
     return fails
-
-
-@contextlib.contextmanager
-def grid_for_sms(sms: int | None):
-    """The dispatcher's grids built as for a device of ``sms`` SMs (None: this one's):
-    the pair's persistent jobs (schedule.pair_grid_z) at any batch."""
-    from mla_cupy import dispatch
-    if sms is None:
-        yield
-        return
-    saved = dispatch.sm_count_of_current_device
-    dispatch._eager_plans.clear()
-    dispatch.sm_count_of_current_device = lambda: sms
-    try:
-        yield
-    finally:
-        dispatch.sm_count_of_current_device = saved
-        dispatch._eager_plans.clear()
 
 
 def main(argv=None) -> int:
