@@ -319,7 +319,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     NARROW_MAX_ROWS and page sizes TMA can load; the ring runs the others.  Sparse
     unfolded fp8_ds_mla calls in row groups of whole pairs of 64-row tiles (PAIR_ROWS)
     take the pair schedule under ``auto`` and ``pair`` (H200, b128 h128 top-2048: ring
-    220.3 us, pair 191.8 in one run; the pair 187.8 since; NOTES.md session 22)."""
+    220.3 us, pair 191.8 in one run; the pair 179.1 against FlashMLA's 181.0 since;
+    NOTES.md sessions 22-23)."""
     chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
     if chosen not in HOPPER_SCHEDULES:
         raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
