@@ -304,6 +304,23 @@ PAIR_ROWS = 128
 HOPPER_SCHEDULES = ("auto",) + tuple(s.value for s in Schedule)
 
 
+def hopper_schedule_choice() -> str:
+    """MLA_CUPY_HOPPER_SCHEDULE, checked (``auto`` when unset)."""
+    chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
+    if chosen not in HOPPER_SCHEDULES:
+        raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
+    return chosen
+
+
+def takes_pair(key: DecodeKey, group_rows: int) -> bool:
+    """Whether a Hopper call of ``key`` (any backend field) runs the pair schedule:
+    sparse unfolded fp8_ds_mla in row groups of whole pairs of 64-row tiles, under
+    ``auto`` or ``pair``.  The one rule for choose_hopper_schedule and for the split
+    pack_scalar_args plans (the pair's tiles are 64 slots)."""
+    return (hopper_schedule_choice() in ("auto", "pair")
+            and pair_supports(dataclasses.replace(key, backend=Backend.HOPPER)) and group_rows % PAIR_ROWS == 0)
+
+
 def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
@@ -321,11 +338,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     take the pair schedule under ``auto`` and ``pair`` (H200, b128 h128 top-2048: ring
     220.3 us, pair 191.8 in one run; the pair 179.1 against FlashMLA's 181.0 since;
     NOTES.md sessions 22-23)."""
-    chosen = environment.get(environment.HOPPER_SCHEDULE) or "auto"
-    if chosen not in HOPPER_SCHEDULES:
-        raise ValueError(f"MLA_CUPY_HOPPER_SCHEDULE: expected one of {HOPPER_SCHEDULES}, got {chosen!r}")
-    pair = pair_supports(key) and group_rows % PAIR_ROWS == 0
-    if chosen in ("auto", "pair") and pair:
+    chosen = hopper_schedule_choice()
+    if takes_pair(key, group_rows):
         return Schedule.PAIR
     possible = seesaw_supports(key)
     byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # the producer copies them: any page size

@@ -16,8 +16,8 @@ import numpy as np
 
 from . import environment
 from .compiler import resident_ctas
-from .schedule import (BATCH_INVARIANT_SPLIT_KEYS, H200_SMS, batch_invariant_partitions, choose_num_partitions,
-                       key_axis_bound, row_tiling)
+from .schedule import (BATCH_INVARIANT_SPLIT_KEYS, H200_SMS, PAIR_KEYS_PER_TILE, PAIR_TILE_COST,
+                       batch_invariant_partitions, choose_num_partitions, key_axis_bound, row_tiling)
 from .validate import check_flag
 
 BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
@@ -93,15 +93,16 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
             extra_indices_stride=extra_indices_stride, tokens_per_cta=tokens, window=window), window)
     split_chosen = num_partitions is None
     if num_partitions is None:
+        group_rows = row_tiling(q_max_seq_len, num_heads, per_token=sparse_mla and not fold_shared_index).group_rows
+        hopper = _hopper_plan(layout, sparse_mla, backend, group_rows)
+        pair = hopper and _pair_plan(layout, sparse_mla, fold_shared_index, group_rows)
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
             sparse_mla=sparse_mla, indices_stride=indices_stride,
             extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
             window=window, sm_count=sm_count_of_current_device(),
-            resident_ctas=resident_ctas(layout),
-            tile_rows=64 if _hopper_plan(layout, sparse_mla, backend, row_tiling(
-                q_max_seq_len, num_heads, per_token=sparse_mla and not fold_shared_index).group_rows)
-            else None)
+            resident_ctas=resident_ctas(layout), tile_rows=64 if hopper else None,
+            **(dict(keys_per_tile=PAIR_KEYS_PER_TILE, tile_cost=PAIR_TILE_COST) if pair else {}))
     check_num_partitions(num_partitions)
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():
@@ -185,6 +186,16 @@ def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None, group_rows:
         return runs_hopper(key, device_id, backend, group_rows)
     except Exception:   # device query failed: plan for the portable tiles
         return False
+
+
+def _pair_plan(layout: str, sparse_mla: bool, fold_shared_index: bool, group_rows: int) -> bool:
+    """Whether a Hopper call runs the pair schedule (compiler.takes_pair, the
+    dispatcher's rule), whose splits are whole 64-slot tiles."""
+    from .compiler import takes_pair
+    from .variants import DecodeKey, Sparsity
+    key = DecodeKey(layout=layout, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE,
+                    fold=fold_shared_index)
+    return takes_pair(key, group_rows)
 
 
 def check_batch_invariant_split(scalar_args_buf, num_partitions_in) -> None:

@@ -67,6 +67,10 @@ def batch_invariant_partitions(axis_keys: int, window: int | None = None) -> int
     return max(2, math.ceil(axis_keys / BATCH_INVARIANT_SPLIT_KEYS) + (window is not None))
 
 
+# The pair schedule's tile for the split model (choose_num_partitions): 64 slots,
+# ~2.25-2.7 us on an H200 (NOTES.md session 23) against the 32-key unit's ~1.5.
+PAIR_KEYS_PER_TILE = 64
+PAIR_TILE_COST = 1.8
 # The pair schedule (mla_decode_pair.cu.j2) runs a CTA's jobs (virtual grid z = blockIdx.z,
 # + gridDim.z, ...) from a table of this many in shared memory.
 PAIR_MAX_JOBS = 32
@@ -145,7 +149,8 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
                           fold_shared_index: bool = False, window: int | None = None,
                           sm_count: int = H200_SMS,
                           resident_ctas: Mapping[int, int] = H200_RESIDENT_CTAS,
-                          tile_rows: int | None = None) -> int:
+                          tile_rows: int | None = None, keys_per_tile: int = KEYS_PER_TILE,
+                          tile_cost: float = 1.0) -> int:
     """Number of key splits per sequence.
 
     ``sm_count`` and ``resident_ctas`` describe the device: the latter maps
@@ -177,7 +182,11 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
     Hopper family: 64 rows, whatever the row count); on the H200 that model
     picks the best of the P measured there (tools/results/NOTES.md): 1 for
     128 x 16 and 128 x 128 heads, 2 for 32 x 128, 16 for 8 x 16, 64 for one
-    sequence of 128 heads.
+    sequence of 128 heads.  ``keys_per_tile`` and ``tile_cost`` (in units of the
+    32-key tile above) describe another kernel's tile: the pair schedule's splits
+    are whole 64-slot tiles (PAIR_KEYS_PER_TILE, PAIR_TILE_COST), so at 2 x 2 tokens
+    of 128 heads it takes 11 splits of 3 tiles where 32-key tiles gave 13 (also 3 of
+    its tiles, with more partials; H200 28.0 against 28.8 us, NOTES.md session 23).
     """
     for name, v in (("batch_size", batch_size), ("num_heads", num_heads),
                     ("q_max_seq_len", q_max_seq_len), ("max_cache_length", max_cache_length),
@@ -194,6 +203,7 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
             isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in resident_ctas.values()):
         raise ValueError(f"resident_ctas: expected {{tile rows: int >= 0}} for tiles {sorted(TILE_ROWS)}, "
                          f"got {dict(resident_ctas)!r}")
+    _check_tile_model(keys_per_tile, tile_cost)
     if batch_size == 0 or q_max_seq_len == 0 or num_heads == 0:
         return 1
     tokens_per_tile = q_max_seq_len if (fold_shared_index or not sparse_mla) else 1
@@ -210,17 +220,25 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
                            tile_rows=tile).grid_x
     slots = max(1, sm_count) * resident_ctas[tile]
     base = batch_size * row_tiles
-    key_tiles = max(1, math.ceil(keys / KEYS_PER_TILE))
+    key_tiles = max(1, math.ceil(keys / keys_per_tile))
     query_rows = batch_size * q_max_seq_len * num_heads
 
     def cost(p: int) -> float:
         waves = math.ceil(base * p / slots)
-        t = waves * (math.ceil(key_tiles / p) + _CTA_FIXED_TILES)
+        t = waves * (math.ceil(key_tiles / p) * tile_cost + _CTA_FIXED_TILES)
         if p > 1:
             t += _COMBINE_LAUNCH_TILES + p * query_rows * 2 * 2048 / _COMBINE_BYTES_PER_TILE
         return t
 
     return min(range(1, min(MAX_PARTITIONS, key_tiles) + 1), key=lambda p: (cost(p), p))
+
+
+def _check_tile_model(keys_per_tile, tile_cost) -> None:
+    if isinstance(keys_per_tile, bool) or not isinstance(keys_per_tile, int) or keys_per_tile < 1:
+        raise ValueError(f"keys_per_tile: expected an int >= 1, got {keys_per_tile!r}")
+    if (isinstance(tile_cost, bool) or not isinstance(tile_cost, (int, float))
+            or not math.isfinite(tile_cost) or tile_cost <= 0):
+        raise ValueError(f"tile_cost: expected a finite number > 0, got {tile_cost!r}")
 
 
 def _fitting_tile(tile_rows: int, resident_ctas: Mapping[int, int]) -> int:

@@ -587,3 +587,49 @@ def test_pair_grid_z_rejects_bad_arguments(name, bad):
     kw = {**dict(host_batch=8, clusters_per_z=2, sm_count=132), name: bad}
     with pytest.raises(ValueError, match=name):
         S.pair_grid_z(**kw)
+
+
+def test_the_pair_tile_model_cuts_whole_64_slot_tiles():
+    """The pair schedule's splits are whole 64-slot tiles (PAIR_KEYS_PER_TILE,
+    PAIR_TILE_COST): at 2 x 2 tokens of 128 heads, top-2048, 11 splits of 3 tiles,
+    where the 32-key model took 13 (also 3 of the pair's tiles, more partials); the
+    small batches measured best keep their choice (NOTES.md session 23)."""
+    pair = dict(sparse_mla=True, indices_stride=2048, tile_rows=64, keys_per_tile=S.PAIR_KEYS_PER_TILE,
+                tile_cost=S.PAIR_TILE_COST)
+    plain = dict(sparse_mla=True, indices_stride=2048, tile_rows=64)
+    assert S.choose_num_partitions(2, 128, 2, 32768, **plain) == 13
+    assert S.choose_num_partitions(2, 128, 2, 32768, **pair) == 11
+    for b, s, p in ((2, 1, 16), (4, 2, 8), (8, 2, 4), (16, 2, 2), (32, 2, 1), (128, 1, 1)):
+        assert S.choose_num_partitions(b, 128, s, 32768, **pair) == p, (b, s)
+    # a split of the pair never holds less than one of its tiles
+    for b in (1, 2, 3):
+        p = S.choose_num_partitions(b, 128, 1, 32768, sparse_mla=True, indices_stride=200, tile_rows=64,
+                                    keys_per_tile=64, tile_cost=1.8)
+        assert p <= math.ceil(200 / 64)
+
+
+@pytest.mark.parametrize("name, bad", [("keys_per_tile", 0), ("keys_per_tile", 64.0), ("keys_per_tile", True),
+                                       ("tile_cost", 0), ("tile_cost", float("inf")), ("tile_cost", "1")])
+def test_the_tile_model_rejects_bad_arguments(name, bad):
+    with pytest.raises(ValueError, match=name):
+        S.choose_num_partitions(2, 128, 2, 32768, sparse_mla=True, indices_stride=2048, **{name: bad})
+
+
+@pytest.mark.parametrize("env, layout, fold, group_rows, expected", [
+    (None, "fp8_ds_mla", False, 128, True), ("pair", "fp8_ds_mla", False, 256, True),
+    ("auto", "fp8_ds_mla", False, 64, False), (None, "fp8_ds_mla", True, 128, False),
+    (None, "fp8", False, 128, False), ("ring", "fp8_ds_mla", False, 128, False),
+    ("seesaw", "fp8_ds_mla", False, 128, False)])
+def test_takes_pair_is_the_dispatchers_rule_and_the_splits(monkeypatch, env, layout, fold, group_rows, expected):
+    from mla_cupy import compiler
+    from mla_cupy.scalar_args import _pair_plan
+    from mla_cupy.variants import Backend, DecodeKey, Layout, Sparsity
+    if env is None:
+        monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    else:
+        monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", env)
+    key = DecodeKey(layout=Layout(layout), sparsity=Sparsity.SPARSE, fold=fold)
+    assert compiler.takes_pair(key, group_rows) is expected
+    assert _pair_plan(layout, True, fold, group_rows) is expected
+    hopper = DecodeKey(layout=Layout(layout), sparsity=Sparsity.SPARSE, fold=fold, backend=Backend.HOPPER)
+    assert (compiler.choose_hopper_schedule(hopper, 64, group_rows).value == "pair") is expected
