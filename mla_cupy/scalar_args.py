@@ -16,8 +16,8 @@ import numpy as np
 
 from . import environment
 from .compiler import resident_ctas
-from .schedule import (BATCH_INVARIANT_SPLIT_KEYS, H200_SMS, PAIR_KEYS_PER_TILE, PAIR_TILE_COST,
-                       batch_invariant_partitions, choose_num_partitions, key_axis_bound, row_tiling)
+from .schedule import (BATCH_INVARIANT_SPLIT_KEYS, H200_SMS, PAIR_KEYS_PER_TILE, PAIR_PARTIAL_COST,
+                       PAIR_TILE_COST, batch_invariant_partitions, choose_num_partitions, key_axis_bound, row_tiling)
 from .validate import check_flag
 
 BATCH_SIZE, Q_MAX_SEQ_LEN, NUM_PARTITIONS = range(3)
@@ -102,7 +102,8 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
             extra_indices_stride=extra_indices_stride, fold_shared_index=fold_shared_index,
             window=window, sm_count=sm_count_of_current_device(),
             resident_ctas=resident_ctas(layout), tile_rows=64 if hopper else None,
-            **(dict(keys_per_tile=PAIR_KEYS_PER_TILE, tile_cost=PAIR_TILE_COST) if pair else {}))
+            **(dict(keys_per_tile=PAIR_KEYS_PER_TILE, tile_cost=PAIR_TILE_COST, partial_cost=PAIR_PARTIAL_COST)
+               if pair else {}))
     check_num_partitions(num_partitions)
     host = np.array([batch_size, q_max_seq_len, num_partitions], dtype=np.int64)
     if (host < 0).any():

@@ -67,10 +67,12 @@ def batch_invariant_partitions(axis_keys: int, window: int | None = None) -> int
     return max(2, math.ceil(axis_keys / BATCH_INVARIANT_SPLIT_KEYS) + (window is not None))
 
 
-# The pair schedule's tile for the split model (choose_num_partitions): 64 slots,
-# ~2.25-2.7 us on an H200 (NOTES.md session 23) against the 32-key unit's ~1.5.
+# The pair schedule in the split model (choose_num_partitions): 64-slot tiles of
+# ~2.25-2.7 us on an H200 against the 32-key unit's ~1.5, and partials measured at
+# ~0.9-1.3 us a split at 512 rows against the model's 0.7 (NOTES.md session 23).
 PAIR_KEYS_PER_TILE = 64
 PAIR_TILE_COST = 1.8
+PAIR_PARTIAL_COST = 1.4
 # The pair schedule (mla_decode_pair.cu.j2) runs a CTA's jobs (virtual grid z = blockIdx.z,
 # + gridDim.z, ...) from a table of this many in shared memory.
 PAIR_MAX_JOBS = 32
@@ -150,7 +152,7 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
                           sm_count: int = H200_SMS,
                           resident_ctas: Mapping[int, int] = H200_RESIDENT_CTAS,
                           tile_rows: int | None = None, keys_per_tile: int = KEYS_PER_TILE,
-                          tile_cost: float = 1.0) -> int:
+                          tile_cost: float = 1.0, partial_cost: float = 1.0) -> int:
     """Number of key splits per sequence.
 
     ``sm_count`` and ``resident_ctas`` describe the device: the latter maps
@@ -182,11 +184,13 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
     Hopper family: 64 rows, whatever the row count); on the H200 that model
     picks the best of the P measured there (tools/results/NOTES.md): 1 for
     128 x 16 and 128 x 128 heads, 2 for 32 x 128, 16 for 8 x 16, 64 for one
-    sequence of 128 heads.  ``keys_per_tile`` and ``tile_cost`` (in units of the
-    32-key tile above) describe another kernel's tile: the pair schedule's splits
-    are whole 64-slot tiles (PAIR_KEYS_PER_TILE, PAIR_TILE_COST), so at 2 x 2 tokens
-    of 128 heads it takes 11 splits of 3 tiles where 32-key tiles gave 13 (also 3 of
-    its tiles, with more partials; H200 28.0 against 28.8 us, NOTES.md session 23).
+    sequence of 128 heads.  ``keys_per_tile``, ``tile_cost`` (in units of the
+    32-key tile above) and ``partial_cost`` (a factor on the combine's per-partial
+    term) describe another kernel: the pair schedule's splits are whole 64-slot
+    tiles, and its partials were measured at ~1.4 times the model's (PAIR_*; with
+    them the model picks the best P measured on the H200 at b 1, 2, 4, 8, 16, 32
+    and 128 x 128 heads top-2048, e.g. 8 at 2 x 2 tokens where the 32-key model took
+    13: 26.5 against 28.7 us, NOTES.md session 23).
     """
     for name, v in (("batch_size", batch_size), ("num_heads", num_heads),
                     ("q_max_seq_len", q_max_seq_len), ("max_cache_length", max_cache_length),
@@ -203,7 +207,7 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
             isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in resident_ctas.values()):
         raise ValueError(f"resident_ctas: expected {{tile rows: int >= 0}} for tiles {sorted(TILE_ROWS)}, "
                          f"got {dict(resident_ctas)!r}")
-    _check_tile_model(keys_per_tile, tile_cost)
+    _check_tile_model(keys_per_tile, tile_cost, partial_cost)
     if batch_size == 0 or q_max_seq_len == 0 or num_heads == 0:
         return 1
     tokens_per_tile = q_max_seq_len if (fold_shared_index or not sparse_mla) else 1
@@ -227,18 +231,18 @@ def choose_num_partitions(batch_size: int, num_heads: int, q_max_seq_len: int,
         waves = math.ceil(base * p / slots)
         t = waves * (math.ceil(key_tiles / p) * tile_cost + _CTA_FIXED_TILES)
         if p > 1:
-            t += _COMBINE_LAUNCH_TILES + p * query_rows * 2 * 2048 / _COMBINE_BYTES_PER_TILE
+            t += _COMBINE_LAUNCH_TILES + partial_cost * p * query_rows * 2 * 2048 / _COMBINE_BYTES_PER_TILE
         return t
 
     return min(range(1, min(MAX_PARTITIONS, key_tiles) + 1), key=lambda p: (cost(p), p))
 
 
-def _check_tile_model(keys_per_tile, tile_cost) -> None:
+def _check_tile_model(keys_per_tile, tile_cost, partial_cost) -> None:
     if isinstance(keys_per_tile, bool) or not isinstance(keys_per_tile, int) or keys_per_tile < 1:
         raise ValueError(f"keys_per_tile: expected an int >= 1, got {keys_per_tile!r}")
-    if (isinstance(tile_cost, bool) or not isinstance(tile_cost, (int, float))
-            or not math.isfinite(tile_cost) or tile_cost <= 0):
-        raise ValueError(f"tile_cost: expected a finite number > 0, got {tile_cost!r}")
+    for name, v in (("tile_cost", tile_cost), ("partial_cost", partial_cost)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name}: expected a finite number > 0, got {v!r}")
 
 
 def _fitting_tile(tile_rows: int, resident_ctas: Mapping[int, int]) -> int:

@@ -589,17 +589,17 @@ def test_pair_grid_z_rejects_bad_arguments(name, bad):
         S.pair_grid_z(**kw)
 
 
-def test_the_pair_tile_model_cuts_whole_64_slot_tiles():
-    """The pair schedule's splits are whole 64-slot tiles (PAIR_KEYS_PER_TILE,
-    PAIR_TILE_COST): at 2 x 2 tokens of 128 heads, top-2048, 11 splits of 3 tiles,
-    where the 32-key model took 13 (also 3 of the pair's tiles, more partials); the
-    small batches measured best keep their choice (NOTES.md session 23)."""
+def test_the_pair_model_picks_the_splits_measured_best():
+    """The pair schedule in the split model (whole 64-slot tiles, its partials' cost:
+    PAIR_*) picks the P measured best on the H200 at 128 heads top-2048 (session 23's
+    sweeps: b1 s_q1 16-32 within 0.4 us, b2 s_q1 16, b2 s_q2 8, b4 s_q2 8, b8 s_q2 4,
+    b16 s_q2 2, b32 s_q2 1, b128 1), where the 32-key model took 13 at b2 s_q2."""
     pair = dict(sparse_mla=True, indices_stride=2048, tile_rows=64, keys_per_tile=S.PAIR_KEYS_PER_TILE,
-                tile_cost=S.PAIR_TILE_COST)
+                tile_cost=S.PAIR_TILE_COST, partial_cost=S.PAIR_PARTIAL_COST)
     plain = dict(sparse_mla=True, indices_stride=2048, tile_rows=64)
     assert S.choose_num_partitions(2, 128, 2, 32768, **plain) == 13
-    assert S.choose_num_partitions(2, 128, 2, 32768, **pair) == 11
-    for b, s, p in ((2, 1, 16), (4, 2, 8), (8, 2, 4), (16, 2, 2), (32, 2, 1), (128, 1, 1)):
+    for b, s, p in ((1, 1, 16), (2, 1, 16), (2, 2, 8), (4, 2, 8), (8, 2, 4), (16, 2, 2), (32, 2, 1),
+                    (128, 1, 1), (128, 2, 1)):
         assert S.choose_num_partitions(b, 128, s, 32768, **pair) == p, (b, s)
     # a split of the pair never holds less than one of its tiles
     for b in (1, 2, 3):
@@ -609,7 +609,8 @@ def test_the_pair_tile_model_cuts_whole_64_slot_tiles():
 
 
 @pytest.mark.parametrize("name, bad", [("keys_per_tile", 0), ("keys_per_tile", 64.0), ("keys_per_tile", True),
-                                       ("tile_cost", 0), ("tile_cost", float("inf")), ("tile_cost", "1")])
+                                       ("tile_cost", 0), ("tile_cost", float("inf")), ("tile_cost", "1"),
+                                       ("partial_cost", -1.0), ("partial_cost", float("nan"))])
 def test_the_tile_model_rejects_bad_arguments(name, bad):
     with pytest.raises(ValueError, match=name):
         S.choose_num_partitions(2, 128, 2, 32768, sparse_mla=True, indices_stride=2048, **{name: bad})
