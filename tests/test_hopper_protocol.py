@@ -680,9 +680,11 @@ def test_the_model_catches_a_slot_freed_by_one_math_warpgroup():
 MBAR_PARTIES.update({"pfull_local": 1, "pfull_remote": 2, "pempty": 4})
 
 
-def pair_producer(c, wait_for_empty=True):
+def pair_producer(c, wait_for_empty=True, jobs=None):
+    """``jobs``: a persistent CTA's tile counts (None: one job of the run's n); the
+    producer walks them as one stream of tiles g (buffer g % 2, phase g // 2)."""
     def producer(n, stages):
-        for t in range(n):
+        for t in range(sum(jobs) if jobs is not None else n):
             if t >= stages and wait_for_empty:
                 yield "mwait", ("pempty", c, t % stages), t // stages - 1
             yield "marrive", ("pfull_remote", c, t % stages), None       # its own expect-tx
@@ -691,39 +693,90 @@ def pair_producer(c, wait_for_empty=True):
     return producer
 
 
-def pair_wg0(c, parity_barriers=True):
+def pair_wg0(c, parity_barriers=True, jobs=None):
     def wg0(n, stages):
-        for j in range(n):
-            yield "mwait", ("pfull_local", c, j % stages), j // stages
-            yield "mwait", ("pfull_remote", c, j % stages), j // stages
-            yield "arrive", ("p_ready", c, j % 2 if parity_barriers else 0), None   # P(j) after S(j)
-            yield "marrive", ("pempty", c, j % stages), None                      # P V(j) retired
-            yield "marrive", ("pempty", 1 - c, j % stages), None
-        yield "sync", ("pepilogue", c), None
-        yield "sync", ("pepilogue", c), None
+        g = 0
+        for tiles in jobs if jobs is not None else (n,):
+            for _ in range(tiles):
+                yield "mwait", ("pfull_local", c, g % stages), g // stages
+                yield "mwait", ("pfull_remote", c, g % stages), g // stages
+                yield "arrive", ("p_ready", c, g % 2 if parity_barriers else 0), None   # P(g) after S(g)
+                yield "marrive", ("pempty", c, g % stages), None                      # P V(g) retired
+                yield "marrive", ("pempty", 1 - c, g % stages), None
+                g += 1
+            yield "sync", ("pepilogue", c), None
+            yield "sync", ("pepilogue", c), None
     return wg0
 
 
-def pair_wg1(c, parity_barriers=True):
+def pair_wg1(c, parity_barriers=True, jobs=None):
     def wg1(n, stages):
-        for j in range(n):
-            yield "sync", ("p_ready", c, j % 2 if parity_barriers else 0), None
-            yield "mwait", ("pfull_local", c, j % stages), j // stages
-            yield "mwait", ("pfull_remote", c, j % stages), j // stages
-            yield "marrive", ("pempty", c, j % stages), None
-            yield "marrive", ("pempty", 1 - c, j % stages), None
-        yield "sync", ("pepilogue", c), None
-        yield "sync", ("pepilogue", c), None
+        g = 0
+        for tiles in jobs if jobs is not None else (n,):
+            for _ in range(tiles):
+                yield "sync", ("p_ready", c, g % 2 if parity_barriers else 0), None
+                yield "mwait", ("pfull_local", c, g % stages), g // stages
+                yield "mwait", ("pfull_remote", c, g % stages), g // stages
+                yield "marrive", ("pempty", c, g % stages), None
+                yield "marrive", ("pempty", 1 - c, g % stages), None
+                g += 1
+            yield "sync", ("pepilogue", c), None
+            yield "sync", ("pepilogue", c), None
     return wg1
 
 
-def pair_warpgroups(**kw):
-    return tuple(f(c, **kw) if f is not pair_producer else f(c) for c in (0, 1)
+def pair_warpgroups(jobs=None, **kw):
+    return tuple(f(c, jobs=jobs, **kw) if f is not pair_producer else f(c, jobs=jobs) for c in (0, 1)
                  for f in (pair_producer, pair_wg0, pair_wg1))
 
 
 def test_pair_hand_over_neither_hangs_nor_laps():
     assert {n: run(n, 2, pair_warpgroups()) for n in range(20)} == {n: "ok" for n in range(20)}
+
+
+def test_persistent_pair_jobs_neither_hang_nor_lap():
+    """A persistent CTA's jobs (session 23): every list of one to three jobs of 0-4
+    tiles, buffers, phases and P_READY parity by the running tile count, each job
+    closed by the two epilogue barriers of both math warpgroups."""
+    import itertools
+    bad = {}
+    for count in (1, 2, 3):
+        for jobs in itertools.product(range(5), repeat=count):
+            got = run(0, 2, pair_warpgroups(jobs=jobs), random_orders=10)
+            if got != "ok":
+                bad[jobs] = got
+    assert bad == {}
+
+
+def test_the_model_catches_persistent_jobs_that_restart_the_phases():
+    """Counting each job's tiles from 0 for the buffers and phases (as if every job
+    were a fresh CTA) breaks after a job with an odd tile count: the buffers' use
+    counts have parted."""
+    def restarting(c, role):
+        def wg(n, stages):
+            for tiles in (1, 2):
+                for g in range(tiles):   # g restarts: the bug
+                    if role == "producer":
+                        if g >= stages:
+                            yield "mwait", ("pempty", c, g % stages), g // stages - 1
+                        yield "marrive", ("pfull_remote", c, g % stages), None
+                        yield "marrive", ("pfull_remote", 1 - c, g % stages), None
+                        yield "marrive", ("pfull_local", c, g % stages), None
+                        continue
+                    if role == "wg1":
+                        yield "sync", ("p_ready", c, g % 2), None
+                    yield "mwait", ("pfull_local", c, g % stages), g // stages
+                    yield "mwait", ("pfull_remote", c, g % stages), g // stages
+                    if role == "wg0":
+                        yield "arrive", ("p_ready", c, g % 2), None
+                    yield "marrive", ("pempty", c, g % stages), None
+                    yield "marrive", ("pempty", 1 - c, g % stages), None
+                if role != "producer":
+                    yield "sync", ("pepilogue", c), None
+                    yield "sync", ("pepilogue", c), None
+        return wg
+    wgs = tuple(restarting(c, r) for c in (0, 1) for r in ("producer", "wg0", "wg1"))
+    assert run(0, 2, wgs, random_orders=10) != "ok"
 
 
 def test_the_model_catches_a_pair_producer_that_does_not_wait_for_empty():
