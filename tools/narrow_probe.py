@@ -128,7 +128,7 @@ narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out,
 #pragma unroll
             for (int e = 0; e < 2; ++e) sMax[warp * ROWS + 8 * g + 2 * lane + e] = mx[2 * g + e];
     }
-    bar_sync_loader(1);
+    bar_sync_warpgroup(1);
 #pragma unroll
     for (int g = 0; g < 2; ++g)
 #pragma unroll
@@ -147,7 +147,7 @@ narrow_probe(const u16* k, const u16* q, float* st, float* row_max, u16* pt_out,
         *reinterpret_cast<u16*>(pt + sw128_offset<ROWS * 128>(r, key >> 3) + 2 * (key & 7)) = static_cast<u16>(h);
     }
     fence_async_smem();
-    bar_sync_loader(1);
+    bar_sync_warpgroup(1);
     for (int i = t; i < ROWS * KEYS; i += 128) {
         const int r = i / KEYS, key = i % KEYS;
         pt_out[i] = *reinterpret_cast<const u16*>(pt + sw128_offset<ROWS * 128>(r, key >> 3) + 2 * (key & 7));
@@ -229,7 +229,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) sMax[warp * ROWS + 8 * g + 2 * lane + e] = mx[2 * g + e];
         }
-        bar_sync_loader(1 + wg);
+        bar_sync_warpgroup(1 + wg);
         float alpha[4];
 #pragma unroll
         for (int g = 0; g < 2; ++g)
@@ -241,7 +241,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
                 alpha[x] = exp2f(m_run[x] - m_new);
                 m_run[x] = m_new;
             }
-        bar_sync_loader(3 + wg);                  // sMax read by all before the next tile writes it
+        bar_sync_warpgroup(3 + wg);                  // sMax read by all before the next tile writes it
 #pragma unroll
         for (int i = 0; i < S_REGS; ++i) {
             const int x = 2 * (i >> 2) + (i & 1);
@@ -256,7 +256,7 @@ narrow_rate(const u16* k, const u16* q, int tiles, float* sink) {
 #pragma unroll
             for (int i = 0; i < 8; ++i) o[c][i] *= alpha[2 * (i >> 2) + (i & 1)];
         fence_async_smem();
-        bar_sync_loader(1 + wg);
+        bar_sync_warpgroup(1 + wg);
         wgmma_fence();
 #pragma unroll
         for (int c = 0; c < D_V / 64; ++c)
