@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Prepared in session 23 (not run).  Device, repository root, .whl carried:
+#   COMMIT=<HEAD> OUT=$OUT bash tools/results/next_session24_call1.sh
+# Session 23's last landing (4874226: the next job's first slot lookups at the last job's
+# last tile) beside FlashMLA, and the fp8 / hardening GPU files on it (only the sparse file
+# and memcheck ran on it).  Expected (call 8, HEAD / it): b128 s_q1 h128 ~176.6 us against
+# FlashMLA's ~181 (~1.03); s_q2 ~338 against ~350 (~1.04); b64 s_q2 ~176 against ~181.
+set -u
+export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+L=$OUT/log.txt; : > "$L"; T0=$SECONDS
+. tools/results/device_steps.sh
+PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm.txt 2>&1; say "warm: $(head -1 /tmp/warm.txt)"
+(bash tools/gpu_bench.sh sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 \
+  sparse_ds_mla_b64_sq2_h128 sparse_ds_mla_b2_sq2_h128 --repeats 30 > /dev/null 2>&1); say "peer bench $?"
+cut -c1-230 $OUT/bench.log | grep -v "^# wrote" >> "$L"
+for f in fp8 hardening; do
+  PYTHONPATH=.:tests timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$f.py > /tmp/t_$f.log 2>&1
+  echo "[$f exit $?]" >> /tmp/t_$f.log; say "$f: $(tail -2 /tmp/t_$f.log | tr '\n' ' ')"
+done
+cat "$L"
