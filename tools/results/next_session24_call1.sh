@@ -5,6 +5,10 @@
 # last tile) beside FlashMLA, and the fp8 / hardening GPU files on it (only the sparse file
 # and memcheck ran on it).  Expected (call 8, HEAD / it): b128 s_q1 h128 ~176.6 us against
 # FlashMLA's ~181 (~1.03); s_q2 ~338 against ~350 (~1.04); b64 s_q2 ~176 against ~181.
+# Then qp = next_pair_q_prefetch.patch (CPU-checked: no spills): the producer prefetches the
+# next job's Q rows into L2 (one cp.async.bulk.prefetch a job) for warpgroup 0's load of them
+# after the job's last P V.  Prediction: -0.5 to -1 us a job boundary if Q, not the next
+# job's first tile, is what the math warpgroups wait for after call 8 (s_q1 ~-0.5, s_q2 ~-2).
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
@@ -17,4 +21,11 @@ for f in fp8 hardening; do
   PYTHONPATH=.:tests timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$f.py > /tmp/t_$f.log 2>&1
   echo "[$f exit $?]" >> /tmp/t_$f.log; say "$f: $(tail -2 /tmp/t_$f.log | tr '\n' ' ')"
 done
+patched /tmp/qp next_pair_q_prefetch.patch
+K="mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair mla_decode_fp8_ds_mla_causal_sparse_fold0_hopper_pair"
+warm_kernels /tmp/qp; say "warm qp pair"
+if check_tree /tmp/qp qp pair; then
+  C="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b64_sq2_h128"
+  compare_rounds qp /tmp/qp
+fi
 cat "$L"
