@@ -59,3 +59,29 @@ check_tree() {
   [ $rc -eq 0 ] || grep FAIL "$OUT/check_$2.txt" | cut -c1-300 >> "$L"
   return $rc
 }
+# The GPU test files tests/test_gpu_F.py for each F given, in the current directory's tree,
+# each one's last lines to the log labelled LABEL (GPU_FILE_TIMEOUT, default 60 s, a file).
+# Warm the kernel cache first: the files compile every variant.  (session 23 on)
+gpu_files() {
+  local label=$1 f; shift
+  for f in "$@"; do
+    PYTHONPATH=.:tests:${PYTHONPATH:-} timeout "${GPU_FILE_TIMEOUT:-60}" python3 -m pytest -m gpu -q \
+      -p no:cacheprovider --maxfail=3 tests/test_gpu_$f.py > /tmp/t_$f.log 2>&1
+    echo "[$f exit $?]" >> /tmp/t_$f.log; say "$label $f: $(tail -2 /tmp/t_$f.log | tr '\n' ' ')"
+  done
+}
+# tools/memcheck_sparse.py under compute-sanitizer memcheck in the current directory's tree,
+# its verdict to the log labelled LABEL.  (session 23 on)
+memcheck_sparse() {
+  PYTHONPATH=. timeout 60 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tools/memcheck_sparse.py \
+    > /tmp/memcheck_$1.log 2>&1
+  say "$1 memcheck exit $?: $(grep -h 'ERROR SUMMARY\|cases done' /tmp/memcheck_$1.log | tr '\n' ' ')"
+}
+# Issue 9's five FlashMLA rows beside the peers (tools/gpu_bench.sh; .whl carried, COMMIT
+# set), REPEATS (default 30) repeats, the table to the log.  (session 23 on)
+peer_sparse_rows() {
+  (bash tools/gpu_bench.sh sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 \
+    sparse_ds_mla_b64_sq2_h128 sparse_ds_mla_b2_sq2_h128 --repeats "${REPEATS:-30}" > /dev/null 2>&1)
+  say "peer bench $?"
+  cut -c1-230 "$OUT/bench.log" | grep -v "^# wrote" >> "$L"
+}

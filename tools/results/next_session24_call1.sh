@@ -14,17 +14,13 @@ export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 . tools/results/device_steps.sh
 PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm.txt 2>&1; say "warm: $(head -1 /tmp/warm.txt)"
-(bash tools/gpu_bench.sh sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 \
-  sparse_ds_mla_b64_sq2_h128 sparse_ds_mla_b2_sq2_h128 --repeats 30 > /dev/null 2>&1); say "peer bench $?"
-cut -c1-230 $OUT/bench.log | grep -v "^# wrote" >> "$L"
-for f in fp8 hardening; do
-  PYTHONPATH=.:tests timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_$f.py > /tmp/t_$f.log 2>&1
-  echo "[$f exit $?]" >> /tmp/t_$f.log; say "$f: $(tail -2 /tmp/t_$f.log | tr '\n' ' ')"
-done
+peer_sparse_rows
+gpu_files HEAD fp8 hardening
 patched /tmp/qp next_pair_q_prefetch.patch
 K="mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair mla_decode_fp8_ds_mla_causal_sparse_fold0_hopper_pair"
 warm_kernels /tmp/qp; say "warm qp pair"
 if check_tree /tmp/qp qp pair; then
+  (cd /tmp/qp && gpu_files qp sparse && memcheck_sparse qp)   # what landing it needs besides the timing
   C="sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b64_sq2_h128"
   compare_rounds qp /tmp/qp
 fi
