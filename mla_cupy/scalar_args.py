@@ -95,7 +95,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     if num_partitions is None:
         group_rows = row_tiling(q_max_seq_len, num_heads, per_token=sparse_mla and not fold_shared_index).group_rows
         hopper = _hopper_plan(layout, sparse_mla, backend, group_rows)
-        pair = hopper and _pair_plan(layout, sparse_mla, fold_shared_index, group_rows)
+        pair = hopper and sparse_mla and _pair_plan(layout, sparse_mla, fold_shared_index, group_rows)
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
             sparse_mla=sparse_mla, indices_stride=indices_stride,
