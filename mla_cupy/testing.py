@@ -275,10 +275,23 @@ def _softmax_scale(scale, d_qk) -> float:
     return d_qk ** -0.5 if scale is None else float(scale)
 
 
+def _offset_scores(rows, q, offset, scale, d_qk):
+    """In place: a key's rows (every layer) get ``offset / scale`` in the first rope
+    column, q gets 1 there, so every score of that key moves by ``offset`` (natural
+    log) and V (columns below 512) stays as drawn.  Needs the rope (d_qk 576)."""
+    if d_qk <= D_V or _softmax_scale(scale, d_qk) == 0.0:
+        raise ValueError(f"key_offsets: needs rope columns (d_qk 576) and a non-zero scale, "
+                         f"got d_qk={d_qk}, scale={scale}")
+    if rows is not None:
+        rows[..., D_V] = offset / _softmax_scale(scale, d_qk)
+    if q is not None:
+        q[..., D_V] = 1.0
+
+
 def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, page_size=64,
               d_qk=576, dtype=None, mask="causal", window=-1, sink=None, num_layers=1,
               layer_idx=0, num_partitions=None, spare_blocks=3, value_scale=1.0,
-              layout="bf16", q_fp8=False, extreme=False, scale=None) -> Case:
+              layout="bf16", q_fp8=False, extreme=False, scale=None, key_offsets=None) -> Case:
     """Build a dense case; ``sink`` is None, an [H] array, or 'random'.
 
     ``layout``: "bf16" (default; ``dtype`` "bfloat16" (default) or "float16" decides,
@@ -288,6 +301,8 @@ def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, p
     or "fp8_ds_mla" (656-byte rows, bf16 q).  ``value_scale`` multiplies the rows
     before quantising; ``extreme`` adds ±448·σ and e4m3-subnormal values to some rows.
     ``scale``: the softmax scale, ``d_qk ** -0.5`` when None.
+    ``key_offsets``: None, or a function of a key's position giving a shift of its
+    scores (natural-log units) for every query row (:func:`_offset_scores`).
     """
     layout, np_dtype = _resolve_layout(layout, dtype, d_qk, q_fp8, extreme)
     seq_lens = np.asarray(seq_lens, dtype=np.int64)
@@ -314,7 +329,11 @@ def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, p
                 j = p * page_size + slot
                 if lo <= j < hi:
                     blocks[blk, :, slot, :] = rng.standard_normal((num_layers, d_qk)) * value_scale
+                    if key_offsets is not None:
+                        _offset_scores(blocks[blk, :, slot], None, key_offsets(j), scale, d_qk)
     q = rng.standard_normal((int(offsets[-1]), num_heads, d_qk)).astype(np.float32)
+    if key_offsets is not None:
+        _offset_scores(None, q, 0.0, scale, d_qk)
     if isinstance(sink, str) and sink == "random":
         sink = rng.normal(0.0, 2.0, size=num_heads).astype(np.float32)
     # Draws for fp8 come last, so a seed gives the same rows and q in every layout.
@@ -343,12 +362,13 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
                      topk="none", logical=False, extra_stride=0, extra_page_size=32,
                      extra_topk="none", valid_fraction=0.8, live_rows=None,
                      layout="bf16", q_fp8=False, value_scale=1.0, extreme=False,
-                     scale=None) -> Case:
+                     scale=None, key_offsets=None) -> Case:
     """A sparse case: indices point at random live rows of a NaN-filled cache;
     the rest are -1 or garbage (-2^31, 2^31-1, num_blocks*page_size, huge).
 
     ``layout``, ``q_fp8``, ``value_scale``, ``extreme`` and ``scale`` as in :func:`make_case`;
-    the extra stream has the same layout (its σ in ``extra_scales``).
+    the extra stream has the same layout (its σ in ``extra_scales``).  ``key_offsets``
+    as in :func:`make_case`, of a row's number in its stream's cache (page * page_size + slot).
     """
     layout, np_dtype = _resolve_layout(layout, dtype, d_qk, q_fp8, extreme)
     seq_lens = np.asarray(seq_lens, dtype=np.int64)
@@ -364,6 +384,8 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
         blocks = np.full((nblocks, num_layers, pg, d_qk), np.nan, dtype=np.float32)
         for r in live:
             blocks[r // pg, :, r % pg, :] = rng.standard_normal((num_layers, d_qk)) * value_scale
+            if key_offsets is not None:
+                _offset_scores(blocks[r // pg, :, r % pg], None, key_offsets(r), scale, d_qk)
         idx = rng.choice(live, size=(tokens, stride))          # duplicates happen
         garbage = np.array(list(GARBAGE_INDICES) + [total, total + 12345], dtype=np.int64)
         bad = rng.random((tokens, stride)) > valid_fraction
@@ -386,6 +408,8 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
         extra_blocks, extra_d = stream(extra_stride, extra_page_size,
                                        max(2, (extra_stride * 2) // extra_page_size + 2))
     q = rng.standard_normal((tokens, num_heads, d_qk)).astype(np.float32)
+    if key_offsets is not None:
+        _offset_scores(None, q, 0.0, scale, d_qk)
     if isinstance(sink, str) and sink == "random":
         sink = rng.normal(0.0, 2.0, size=num_heads).astype(np.float32)
     scales = extra_scales = None

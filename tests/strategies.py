@@ -19,6 +19,12 @@ LARGE_BATCH = 64
 # uniform one (0: every visible key weighs the same) and a negative one.
 SCALE_FACTORS = (1.0, 1.0, 3.0, 0.3, 0.0, -1.0)
 
+# Shifts of the scores from one 64-key tile to the next, in log2 units, around the
+# Hopper kernels' MAX_SLACK (8, kernels/hopper/wgmma.cuh.j2: the running max moves
+# only when a tile passes it by more): falls, steps kept behind, steps just under
+# and just past it, jumps far past it.
+SCORE_STEPS_LOG2 = (-20.0, -6.0, 0.0, 3.0, 7.9, 8.1, 12.0, 20.0)
+
 
 def batch_sizes(max_batch):
     """1 .. max_batch, or in a quarter of the draws max_batch + 1 .. LARGE_BATCH."""

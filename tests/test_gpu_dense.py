@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 from mla_cupy.testing import (assert_schedule_ran, check_against_reference, compare, fill_nan, make_case, nan_filled,
                               nan_workspace, reference, run_gpu, to_torch, tolerance_for)
-from strategies import dense_cases
+from strategies import SCORE_STEPS_LOG2, dense_cases
 
 pytestmark = pytest.mark.gpu
 
@@ -34,6 +34,21 @@ def test_outputs_inside_hull_of_v(compiled_kernels, case):
         lo, hi = v.min(axis=0), v.max(axis=0)
         slack = 2.0**-7 * np.abs(v).max()
         assert (out >= lo - slack).all() and (out <= hi + slack).all(), case.describe()
+
+
+@pytest.mark.parametrize("num_heads", [128, 64, 16])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_running_max_kept_behind_and_moved(compiled_kernels, rng, num_heads, dtype):
+    """Scores that climb and fall from one 64-key tile to the next by steps under, at
+    and past the kernels' max slack, so the running max is kept behind (P values up
+    to 2^8, in 16-bit P), moved, and far ahead of a tile (P underflowing to 0): the
+    seesaw, ring and narrow row groups (128, 64, 16 heads; s_q 2 doubles them), one
+    and three splits."""
+    tile_offsets = np.concatenate([[0.0], np.cumsum(rng.choice(SCORE_STEPS_LOG2, size=80))]) * np.log(2.0)
+    case = make_case(rng, seq_lens=[1, 2, 1, 0], cache_lens=[4000, 700, 129, 64], num_heads=num_heads,
+                     dtype=dtype, mask="causal", sink="random", key_offsets=lambda j: tile_offsets[j // 64])
+    for p in (1, 3):
+        _check(case, num_partitions=p)
 
 
 @pytest.mark.parametrize("num_heads,seq_lens", [(16, [1] * 5), (128, [1, 2, 0, 3]), (20, [4, 4]),

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 
 from mla_cupy.testing import assert_schedule_ran, check_against_reference, make_sparse_case, run_gpu
-from strategies import sparse_cases
+from strategies import SCORE_STEPS_LOG2, sparse_cases
 
 pytestmark = pytest.mark.gpu
 
@@ -120,6 +120,23 @@ def test_narrow_schedule_sparse(compiled_kernels, rng, monkeypatch, layout, mask
         for p in (1, 3):
             _check(case, num_partitions=p)
         assert_schedule_ran(dispatch._eager_plans.values(), "_hopper_narrow", case.describe())
+
+
+@pytest.mark.parametrize("layout,num_heads", [("fp8_ds_mla", 128), ("bf16", 128), ("bf16", 16)])
+def test_running_max_kept_behind_and_moved(compiled_kernels, rng, layout, num_heads):
+    """Scores shifted by a random walk over the cache's rows (steps of either sign,
+    an eighth of the dense test's: ~16 log2 units a tile of sorted indices) and every
+    token's indices sorted (garbage ones at both ends), so that each tile's max is
+    kept behind the running max, moves past it or lies far under it, as in the dense
+    test: the pair (fp8_ds_mla, 128 heads) and the ring's sparse row groups."""
+    steps = rng.choice(SCORE_STEPS_LOG2, size=1 << 12) * rng.choice([-1.0, 1.0], size=1 << 12) / 8
+    row_offsets = np.cumsum(steps) * np.log(2.0)
+    case = make_sparse_case(rng, seq_lens=[1, 2, 1], cache_lens=[300, 4000, 70], indices_stride=700,
+                            num_heads=num_heads, layout=layout, sink="random", live_rows=1500,
+                            key_offsets=lambda r: row_offsets[r])
+    case.sparse["d_indices"].sort(axis=1)
+    for p in (1, 3):
+        _check(case, num_partitions=p)
 
 
 @pytest.mark.parametrize("jobs", ["one_a_cta", "persistent"])

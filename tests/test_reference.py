@@ -705,3 +705,21 @@ def test_layout_dtype_and_shape_errors():
         mla_decode_reference(
             q, offsets, SimpleNamespace(**{**vars(coll), "scales": None}), layer, scale, per_token_scale_rope_aware=True
         )
+
+
+def test_key_offsets_shift_every_score_of_a_key():
+    """``make_case(key_offsets=...)`` (the GPU tests' climbing scores): with one
+    visible key, lse is that key's score, so it moves by the key's offset (up to the
+    16-bit rounding of the stored column); the outputs (that key's V) do not move, and
+    a case without rope columns is refused."""
+    from mla_cupy.testing import make_case, reference
+    plain = make_case(np.random.default_rng(7), seq_lens=[1, 1], cache_lens=[0, 0], num_heads=3)
+    shifted = make_case(np.random.default_rng(7), seq_lens=[1, 1], cache_lens=[0, 0], num_heads=3,
+                        key_offsets=lambda j: 40.0)
+    (out0, lse0), (out1, lse1) = reference(plain), reference(shifted)
+    np.testing.assert_array_equal(out1, out0)
+    k_rope = plain.blocks[plain.lookup_table[:, 0], 0, 0, 512].astype(np.float64)     # the one key's, a token each
+    moved = lse1 - lse0 + plain.scale * plain.q[..., 512].astype(np.float64) * k_rope[:, None]
+    np.testing.assert_allclose(moved, 40.0, rtol=2.0 ** -7)
+    with pytest.raises(ValueError, match="key_offsets"):
+        make_case(np.random.default_rng(7), seq_lens=[1], cache_lens=[0], d_qk=512, key_offsets=lambda j: 1.0)
