@@ -85,3 +85,15 @@ peer_sparse_rows() {
   say "peer bench $?"
   cut -c1-230 "$OUT/bench.log" | grep -v "^# wrote" >> "$L"
 }
+# Every row of the README's peer tables (issue 8's dense rows and DeepSeek shapes, issue 9's
+# five sparse FlashMLA rows) beside the peers (tools/gpu_bench.sh; .whl carried, COMMIT set),
+# REPEATS (default 20), the table to the log.  (session 24 on)
+peer_all_rows() {
+  (timeout "${PEER_TIMEOUT:-200}" bash tools/gpu_bench.sh b128_h16_s8192 b8_h16_s8192 b128_h128_s8192 \
+    b32_h128_s4096 b128_sq2_h128_varlen_causal b1_h128_s65536 ds_h16_sq1_ragged ds_h16_sq1_uniform \
+    ds_h32_sq1_ragged ds_h32_sq1_uniform ds_h64_sq1_ragged ds_h64_sq1_uniform ds_h128_sq1_ragged \
+    ds_h128_sq1_uniform sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 \
+    sparse_ds_mla_b64_sq2_h128 sparse_ds_mla_b2_sq2_h128 --repeats "${REPEATS:-20}" > /dev/null 2>&1)
+  say "peer bench $?"
+  cut -c1-230 "$OUT/bench.log" | grep -v "^# wrote" >> "$L"
+}

@@ -18,12 +18,7 @@ L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 . tools/results/device_steps.sh
 patched /tmp/sg next_seesaw_segments_continuous.patch
 PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm.txt 2>&1; say "warm: $(head -1 /tmp/warm.txt)"
-timeout 200 bash tools/gpu_bench.sh b128_h16_s8192 b8_h16_s8192 b128_h128_s8192 b32_h128_s4096 \
-  b128_sq2_h128_varlen_causal b1_h128_s65536 ds_h16_sq1_ragged ds_h16_sq1_uniform ds_h32_sq1_ragged \
-  ds_h32_sq1_uniform ds_h64_sq1_ragged ds_h64_sq1_uniform ds_h128_sq1_ragged ds_h128_sq1_uniform \
-  sparse_ds_mla_b128_sq2_h128 sparse_ds_mla_b128_sq1_h128 sparse_ds_mla_b128_sq1_h64 \
-  sparse_ds_mla_b64_sq2_h128 sparse_ds_mla_b2_sq2_h128 --repeats 20 > /dev/null 2>&1
-say "peer bench exit $?"
+peer_all_rows
 (cd /tmp/sg && PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm_sg.txt 2>&1); say "warm sg: $(head -1 /tmp/warm_sg.txt)"
 (cd /tmp/sg && PYTHONPATH=.:tests timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 \
   tests/test_gpu_dense.py -k "segment_mode or balanced or running_max or hopper_schedules" > /tmp/t_sg.log 2>&1)
@@ -32,4 +27,4 @@ say "sg dense subset exit $?: $(grep -h 'passed\|failed' /tmp/t_sg.log | tail -1
   --cases ds_h128_sq1_ragged b128_h128_s8192 b1_h128_s65536 > $OUT/phases_sg.txt 2>&1); say "sg phases exit $?"
 (PYTHONPATH=.:tests timeout 120 python3 tools/phase_probe.py \
   --cases ds_h128_sq1_ragged b128_h128_s8192 b1_h128_s65536 > $OUT/phases_head.txt 2>&1); say "HEAD phases exit $?"
-cat "$L" $OUT/phases_sg.txt $OUT/phases_head.txt; cut -c1-230 "$OUT/bench.log" | grep -v "^# wrote"
+cat "$L" $OUT/phases_sg.txt $OUT/phases_head.txt
