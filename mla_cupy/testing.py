@@ -275,17 +275,15 @@ def _softmax_scale(scale, d_qk) -> float:
     return d_qk ** -0.5 if scale is None else float(scale)
 
 
-def _offset_scores(rows, q, offset, scale, d_qk):
-    """In place: a key's rows (every layer) get ``offset / scale`` in the first rope
-    column, q gets 1 there, so every score of that key moves by ``offset`` (natural
-    log) and V (columns below 512) stays as drawn.  Needs the rope (d_qk 576)."""
-    if d_qk <= D_V or _softmax_scale(scale, d_qk) == 0.0:
+# key_offsets: q holds 1 in the first rope column and a key offset / scale there, so every
+# score of the key moves by its offset (natural log) and V (columns below 512) stays as drawn.
+OFFSET_COLUMN = D_V
+
+
+def _check_key_offsets(key_offsets, scale, d_qk) -> None:
+    if key_offsets is not None and (d_qk <= OFFSET_COLUMN or _softmax_scale(scale, d_qk) == 0.0):
         raise ValueError(f"key_offsets: needs rope columns (d_qk 576) and a non-zero scale, "
                          f"got d_qk={d_qk}, scale={scale}")
-    if rows is not None:
-        rows[..., D_V] = offset / _softmax_scale(scale, d_qk)
-    if q is not None:
-        q[..., D_V] = 1.0
 
 
 def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, page_size=64,
@@ -302,9 +300,10 @@ def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, p
     before quantising; ``extreme`` adds ±448·σ and e4m3-subnormal values to some rows.
     ``scale``: the softmax scale, ``d_qk ** -0.5`` when None.
     ``key_offsets``: None, or a function of a key's position giving a shift of its
-    scores (natural-log units) for every query row (:func:`_offset_scores`).
+    scores (natural-log units) for every query row (``OFFSET_COLUMN``).
     """
     layout, np_dtype = _resolve_layout(layout, dtype, d_qk, q_fp8, extreme)
+    _check_key_offsets(key_offsets, scale, d_qk)
     seq_lens = np.asarray(seq_lens, dtype=np.int64)
     cache_lens = np.asarray(cache_lens, dtype=np.int64)
     batch = len(seq_lens)
@@ -330,10 +329,10 @@ def make_case(rng: np.random.Generator, *, seq_lens, cache_lens, num_heads=16, p
                 if lo <= j < hi:
                     blocks[blk, :, slot, :] = rng.standard_normal((num_layers, d_qk)) * value_scale
                     if key_offsets is not None:
-                        _offset_scores(blocks[blk, :, slot], None, key_offsets(j), scale, d_qk)
+                        blocks[blk, :, slot, OFFSET_COLUMN] = key_offsets(j) / _softmax_scale(scale, d_qk)
     q = rng.standard_normal((int(offsets[-1]), num_heads, d_qk)).astype(np.float32)
     if key_offsets is not None:
-        _offset_scores(None, q, 0.0, scale, d_qk)
+        q[..., OFFSET_COLUMN] = 1.0
     if isinstance(sink, str) and sink == "random":
         sink = rng.normal(0.0, 2.0, size=num_heads).astype(np.float32)
     # Draws for fp8 come last, so a seed gives the same rows and q in every layout.
@@ -371,6 +370,7 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
     as in :func:`make_case`, of a row's number in its stream's cache (page * page_size + slot).
     """
     layout, np_dtype = _resolve_layout(layout, dtype, d_qk, q_fp8, extreme)
+    _check_key_offsets(key_offsets, scale, d_qk)
     seq_lens = np.asarray(seq_lens, dtype=np.int64)
     cache_lens = np.asarray(cache_lens, dtype=np.int64)
     batch, tokens = len(seq_lens), int(seq_lens.sum())
@@ -385,7 +385,7 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
         for r in live:
             blocks[r // pg, :, r % pg, :] = rng.standard_normal((num_layers, d_qk)) * value_scale
             if key_offsets is not None:
-                _offset_scores(blocks[r // pg, :, r % pg], None, key_offsets(r), scale, d_qk)
+                blocks[r // pg, :, r % pg, OFFSET_COLUMN] = key_offsets(r) / _softmax_scale(scale, d_qk)
         idx = rng.choice(live, size=(tokens, stride))          # duplicates happen
         garbage = np.array(list(GARBAGE_INDICES) + [total, total + 12345], dtype=np.int64)
         bad = rng.random((tokens, stride)) > valid_fraction
@@ -409,7 +409,7 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
                                        max(2, (extra_stride * 2) // extra_page_size + 2))
     q = rng.standard_normal((tokens, num_heads, d_qk)).astype(np.float32)
     if key_offsets is not None:
-        _offset_scores(None, q, 0.0, scale, d_qk)
+        q[..., OFFSET_COLUMN] = 1.0
     if isinstance(sink, str) and sink == "random":
         sink = rng.normal(0.0, 2.0, size=num_heads).astype(np.float32)
     scales = extra_scales = None
