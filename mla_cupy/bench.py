@@ -761,6 +761,12 @@ extern "C" __global__ void mla_bench_spin(unsigned long long ns) {
 """
 
 
+# Timer.warm: how long the GPU is kept busy before each implementation's timing, and
+# about how many 512 MiB flushes a second the H200 does (~4 TB/s).
+WARM_MS = 50.0
+FLUSH_PER_S = 7800
+
+
 class Timer:
     """CUDA-event timing on the current stream, with an L2 flush and a
     head-of-queue spin so that the host is ahead of the GPU."""
@@ -778,9 +784,19 @@ class Timer:
         self.cupy.cuda.runtime.memsetAsync(self.flush_buf.data.ptr, 0, FLUSH_BYTES,
                                            self.cupy.cuda.get_current_stream().ptr)
 
+    def warm(self, ms: float = WARM_MS):
+        """About ``ms`` of back-to-back flushes (512 MiB memsets), then a sync: every
+        implementation is timed on a GPU that has been busy for the same while, not
+        one that idled through a CPU reference check (a short case's window of a few
+        milliseconds may otherwise run before the clocks ramp up)."""
+        for _ in range(max(1, int(ms * 1e-3 * FLUSH_PER_S))):
+            self.flush()
+        self.sync()
+
     def gpu_us(self, fn, repeats) -> tuple[float, float, bool]:
-        """(median µs, best µs, host ahead) over ``repeats`` flushed calls."""
+        """(median µs, best µs, host ahead) over ``repeats`` flushed calls, after warm()."""
         cupy = self.cupy
+        self.warm()
         _, host_us = self.eager_us(lambda: (self.flush(), fn()), 5)
         spin_ns = int(1e3 * (2 * repeats * host_us + 1000))
         for _ in range(4):

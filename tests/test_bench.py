@@ -384,6 +384,30 @@ def test_short_sequences_pad_sparse_indices_with_minus_one():
 # ------------------------------------------------------------------ one case, end to end on the host
 
 
+def test_every_timing_starts_on_a_gpu_kept_busy_for_the_same_while():
+    """Timer.gpu_us warms the GPU (WARM_MS of flushes, then a sync) before anything it
+    times, so each implementation starts on clocks that have ramped alike."""
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    timer = object.__new__(B.Timer)
+    timer.cupy = None
+    timer.flush = lambda: calls.append("flush")
+    timer.sync = lambda: calls.append("sync")
+
+    def eager_us(fn, n):
+        calls.append("timed")
+        raise Stop
+    timer.eager_us = eager_us
+    with pytest.raises(Stop):
+        timer.gpu_us(lambda: None, 20)
+    flushes = int(B.WARM_MS * 1e-3 * B.FLUSH_PER_S)
+    assert flushes >= 100
+    assert calls == ["flush"] * flushes + ["sync", "timed"]
+
+
 class FakeTimer:
     def __init__(self):
         self.timed = []
