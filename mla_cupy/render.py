@@ -223,6 +223,17 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
 NARROW_WALK_BYTES = 416
 
 
+def hopper_mma_type(key: DecodeKey) -> str:
+    """The Hopper kernels' wgmma operand type: the cache's for 16-bit caches, fp16 for
+    `fp8` rows in the narrow schedule (e4m3 -> fp16 is one conversion per two values and
+    exact; to bf16 it is four, which bounded the narrow kernel's producer: docs/spec.md
+    section 3, Precision), bf16 otherwise (bf16 queries as they are; `fp8_ds_mla`'s
+    group scales applied as its records are decoded)."""
+    if key.layout is Layout.FP16 or (key.layout is Layout.FP8 and key.schedule is Schedule.NARROW):
+        return "f16"
+    return "bf16"
+
+
 def narrow_consumers(key: DecodeKey) -> int:
     """Math warpgroups of a narrow kernel: two of 16 rows for a 32-row tile over 16-bit
     caches (one's MMAs run under the other's softmax); fp8 layouts keep one (their
@@ -331,5 +342,5 @@ def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:
             unroll=COMBINE_UNROLL, combine_params=abi.COMBINE.signature())
     if key.backend is Backend.HOPPER:
         return env.get_template(HOPPER_TEMPLATES[key.schedule]).render(
-            **decode_template_values(key), mma_type="f16" if key.layout is Layout.FP16 else "bf16")
+            **decode_template_values(key), mma_type=hopper_mma_type(key))
     return env.get_template(DECODE_TEMPLATE).render(**decode_template_values(key))

@@ -753,8 +753,8 @@ def tolerance(out_dtype, data_scale: float) -> Tolerance:
     largest |V| is ``data_scale`` (:func:`v_max`), for every layout.
 
     With u the output format's unit roundoff (bf16 2^-8, fp16 2^-11): P is rounded
-    to the 16-bit MMA type (bf16 for the bf16 layout and in the Hopper kernels'
-    fp8 layouts, fp16 otherwise: never coarser than the output) before P.V, an error of at most u * sum_j p_j |V_j| <=
+    to the 16-bit MMA type (bf16 for the bf16 layout, `fp8_ds_mla` and the Hopper
+    ring's `fp8`, fp16 otherwise: never coarser than the output) before P.V, an error of at most u * sum_j p_j |V_j| <=
     u * data_scale per element, and the output is rounded once more, at most
     u * |ref|.  Per element we allow twice each.  Over the tensor the roundings are
     independent: their relative RMS error is about 0.6 u, at worst (a row of two
