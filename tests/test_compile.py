@@ -175,9 +175,32 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_m
     base = source if keep_mma else producer_ceiling.stripped_source(source)
     src = producer_ceiling.ablated_source(source, ablation, keep_mma)
     assert src != base
-    qk = src.index("{", src.index(producer_ceiling.STRIP[0])) + 1
+    qk = src.index("{", src.index(producer_ceiling.STRIP[1][0])) + 1
     assert (src[qk:qk + len(" return;")] == " return;") != keep_mma   # stripped unless kept
     _nvrtc_compile(src, "ablation.cu")
+
+
+@pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nostore", "strip+nocopy",
+                                      "nocopy+noconvert+nostore"])
+def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
+    """The narrow kernel (`fp8` rows at 16 rows): its wgmma helpers (wgmma_st, wgmma_ot)
+    are stripped, and each ablation edits its own producer (the fp16 decode, the bulk
+    copies, the stores into the slots), not the ring's; the result compiles."""
+    from mla_cupy.variants import parse
+    producer_ceiling = _tool("producer_ceiling")
+    name = "mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow"
+    source = render(parse(name))
+    src = producer_ceiling.transformed_source((name,), ablation)
+    abl, keep_mma = producer_ceiling.parse_ablation(ablation)
+    st = src.index("{", src.index(producer_ceiling.STRIP[0][0])) + 1
+    assert (src[st:st + len(" return;")] == " return;") != keep_mma
+    base = source if keep_mma else producer_ceiling.stripped_source(source)
+    assert (src != base) == bool(abl)
+    if "noconvert" in abl:
+        assert "lo = e4m3x8_to_f16x8(" not in src
+    if "nostore" in abl:
+        assert "= 0x9e3779b9u" in src
+    _nvrtc_compile(src, "narrow_ablation.cu")
 
 
 def test_narrow_probe_compiles_and_its_reference_is_the_math():

@@ -31,12 +31,17 @@ joined, what is left is the math warpgroups and the hand-overs, the math's own b
 import argparse
 import sys
 
-STRIP = ("__device__ __forceinline__ void wgmma_qk(", "__device__ __forceinline__ void wgmma_pv_tile(")
+# The wgmma issue helpers of each family, the first set found taken: the narrow kernel's
+# (S^T = K Q^T, O^T = V^T P^T; it also includes the ring's, unused), the ring's and
+# pair's (Q K^T, P V).
+STRIP = (("__device__ __forceinline__ void wgmma_st(", "__device__ __forceinline__ void wgmma_ot("),
+         ("__device__ __forceinline__ void wgmma_qk(", "__device__ __forceinline__ void wgmma_pv_tile("))
 
 
 def stripped_source(src: str) -> str:
     """The source with the bodies of the two wgmma issue helpers reduced to a return."""
-    for head in STRIP:
+    heads = next((h for h in STRIP if all(src.count(x) == 1 for x in h)), STRIP[-1])
+    for head in heads:
         assert src.count(head) == 1, head
         at = src.index("{", src.index(head)) + 1
         src = src[:at] + " return;" + src[at:]
@@ -54,21 +59,46 @@ _PRODUCER_END = "cp_async_wait<0>();                // (Q, when there was no til
 _SINK = "ablation_sink ^= {0}.x ^ {0}.y ^ {0}.z ^ {0}.w;"
 _SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
              "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = ablation_sink;\n")
-# name -> (old, new) edits of the rendered fp8 kernel, each found exactly once
+# The narrow kernel's producer (mla_decode_narrow.cu.j2): its fp16 decode, its copies
+# and its stores into the slots
+_N_LO = "                lo = e4m3x8_to_f16x8(make_uint2(v.x, v.y));"
+_N_HI = "                hi = e4m3x8_to_f16x8(make_uint2(v.z, v.w));"
+_N_STORE = ("            *reinterpret_cast<uint4*>(smem + (slot_addr(ring_at(tile, j >> 3)) - smem_base)\n"
+            "                                      + sw128_offset<KV_CHUNK_BYTES>(n, j & 7)) = v;")
+_N_SINK = ("            if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9e3779b9u) "
+           "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = v.x;")
+# name -> (old, new) edits of the rendered fp8 kernel, each found exactly once; a list
+# of such lists is alternatives, the first whose edits all match taken (the narrow
+# kernel's before the ring's)
 ABLATIONS = {
     "noscale": [("        if constexpr (SCALED) {", "        if constexpr (false) {")],
-    "noconvert": [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")],
-    "nocopy": [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")],
+    "noconvert": [[(_N_LO, "                lo = v;"), (_N_HI, "                hi = v;")],
+                  [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")]],
+    "nocopy": [[("            const bool copy = src.kpos != KPOS_INVALID;", "            const bool copy = false;")],
+               [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")]],
     "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
                 "const bool valid = false;")],
     "nopeer": [("constexpr u32 PEER_BYTES = HALF_KEYS * PIECES * 16 + 4 * 4;", "constexpr u32 PEER_BYTES = 0;"),
                ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
                ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
                 "peer_smem(full_remote(g), peer));\n", "")],
-    "nostore": [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
-                (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
-                (_PRODUCER_END, _SINK_USE + _PRODUCER_END)],
+    "nostore": [[(_N_STORE, _N_SINK)],
+                [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
+                 (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
+                 (_PRODUCER_END, _SINK_USE + _PRODUCER_END)]],
 }
+
+
+def _edits(src: str, part: str):
+    """ABLATIONS[part]'s edits that apply to src (the first alternative all of whose
+    edits are found exactly once; a single list is checked as it is)."""
+    spec = ABLATIONS[part]
+    if spec and isinstance(spec[0], tuple):
+        return spec
+    for edits in spec:
+        if all(src.count(old) == 1 for old, _ in edits):
+            return edits
+    return spec[-1]
 
 
 def ablated_source(src: str, ablation: str, keep_mma: bool = False) -> str:
@@ -77,7 +107,7 @@ def ablated_source(src: str, ablation: str, keep_mma: bool = False) -> str:
     if not keep_mma:
         src = stripped_source(src)
     for part in ablation.split("+"):
-        for old, new in ABLATIONS[part]:
+        for old, new in _edits(src, part):
             assert src.count(old) == 1, (part, old)
             src = src.replace(old, new)
     return src
