@@ -181,7 +181,7 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_m
 
 
 @pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nostore", "strip+nocopy",
-                                      "nocopy+noconvert+nostore"])
+                                      "strip+nolookup", "nocopy+noconvert+nostore"])
 def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
     """The narrow kernel (`fp8` rows at 16 rows): its wgmma helpers (wgmma_st, wgmma_ot)
     are stripped, and each ablation edits its own producer (the fp16 decode, the bulk

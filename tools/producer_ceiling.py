@@ -18,6 +18,8 @@ it bound by the instructions it issues, NOTES.md):
              arrivals alone; the bytes dequantised are whatever the buffer held)
   noload     the pair schedule's register loads of the records (zeros dequantised;
              MLA_CUPY_HOPPER_SCHEDULE=pair)
+  nolookup   the narrow producer's key lookups past the first tile (each tile copies
+             and decodes the first tile's records again)
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
@@ -82,6 +84,10 @@ ABLATIONS = {
                ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
                ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
                 "peer_smem(full_remote(g), peer));\n", "")],
+    # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
+    # the current tile's sources: the copies then read the same rows again)
+    "nolookup": [[("            if (tile + 1 < num_tiles) nxt = source(tile + 1);",
+                   "            if (tile + 1 < num_tiles) nxt = cur;")]],
     "nostore": [[(_N_STORE, _N_SINK)],
                 [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                  (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
