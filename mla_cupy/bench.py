@@ -786,9 +786,9 @@ class Timer:
 
     def warm(self, ms: float = WARM_MS):
         """About ``ms`` of back-to-back flushes (512 MiB memsets), then a sync: every
-        implementation is timed on a GPU that has been busy for the same while, not
-        one that idled through a CPU reference check (a short case's window of a few
-        milliseconds may otherwise run before the clocks ramp up)."""
+        implementation is timed on a GPU that has been busy for the same while, none
+        on one that idled through a CPU reference check.  (On the H200 it moved no row
+        by more than 2%: tools/results/NOTES.md session 25.)"""
         for _ in range(max(1, int(ms * 1e-3 * FLUSH_PER_S))):
             self.flush()
         self.sync()

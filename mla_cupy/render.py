@@ -226,9 +226,9 @@ NARROW_WALK_BYTES = 416
 def hopper_mma_type(key: DecodeKey) -> str:
     """The Hopper kernels' wgmma operand type: the cache's for 16-bit caches, fp16 for
     `fp8` rows in the narrow schedule (e4m3 -> fp16 is one conversion per two values and
-    exact; to bf16 it is four, which bounded the narrow kernel's producer: docs/spec.md
-    section 3, Precision), bf16 otherwise (bf16 queries as they are; `fp8_ds_mla`'s
-    group scales applied as its records are decoded)."""
+    exact, to bf16 four: fp8 h16 383 -> 357 us on the H200; docs/spec.md section 3,
+    Precision), bf16 otherwise (bf16 queries as they are; `fp8_ds_mla`'s group scales
+    applied as its records are decoded)."""
     if key.layout is Layout.FP16 or (key.layout is Layout.FP8 and key.schedule is Schedule.NARROW):
         return "f16"
     return "bf16"
