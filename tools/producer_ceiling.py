@@ -87,7 +87,9 @@ ABLATIONS = {
     # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
     "nolookup": [[("            if (tile + 1 < num_tiles) nxt = source(tile + 1);",
-                   "            if (tile + 1 < num_tiles) nxt = cur;")]],
+                   "            if (tile + 1 < num_tiles) nxt = cur;")],
+                 [("            if (tile + ahead_tiles < num_tiles) ahead = source(tile + ahead_tiles);",
+                   "            if (tile + ahead_tiles < num_tiles) ahead = cur;")]],
     "nostore": [[(_N_STORE, _N_SINK)],
                 [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                  (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
