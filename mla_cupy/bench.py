@@ -48,7 +48,7 @@ MASKS = ("null", "causal")
 LENGTHS = ("uniform", "normal")
 MIN_REPEATS = 20
 FLUSH_BYTES = 512 << 20
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: the report's environment (environment_of)
 
 
 # ------------------------------------------------------------------ cases
@@ -371,9 +371,41 @@ def _has_gpu() -> bool:
 # ------------------------------------------------------------------ report
 
 
-def new_report(*, gpu: str, commit: str, command: list[str], ceilings: dict, repeats: int) -> dict:
+def new_report(*, gpu: str, commit: str, command: list[str], ceilings: dict, repeats: int,
+               environment: dict | None = None) -> dict:
     return dict(schema=SCHEMA_VERSION, date=datetime.datetime.now().isoformat(timespec="seconds"),
-                gpu=gpu, commit=commit, command=command, ceilings=ceilings, repeats=repeats, rows=[])
+                gpu=gpu, commit=commit, command=command, ceilings=ceilings, repeats=repeats,
+                environment=environment or {}, rows=[])
+
+
+def environment_of(cupy, props: dict, peers=()) -> dict:
+    """What else a row's time depends on, for the report: CuPy, NVRTC (it compiles our
+    kernels: another version is other SASS), the driver and runtime, the GPU's SMs and
+    clocks, and the peers' package versions.  (Two H200s ran the same code's b=128 h=128
+    in 500.8 and 458.2 us: tools/results/NOTES.md session 25.)"""
+    from importlib import metadata
+
+    def version(dist):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+    rt = cupy.cuda.runtime
+
+    def khz_to_mhz(field):   # (CUDA 13's device properties dropped the clock fields: None)
+        return int(props[field]) // 1000 if props.get(field) else None
+
+    def known(read):         # a field this CuPy or driver cannot tell is None, not a failed run
+        try:
+            return read()
+        except Exception:  # noqa: BLE001
+            return None
+    env = dict(cupy=cupy.__version__, nvrtc=known(lambda: ".".join(map(str, cupy.cuda.nvrtc.getVersion()))),
+               driver=known(rt.driverGetVersion), runtime=known(rt.runtimeGetVersion),
+               sm_count=known(lambda: int(props["multiProcessorCount"])), sm_clock_mhz=khz_to_mhz("clockRate"),
+               memory_clock_mhz=khz_to_mhz("memoryClockRate"))
+    env.update({f"peer_{p.name}": version(p.package) for p in peers if getattr(p, "package", None)})
+    return env
 
 
 def case_row(case: BenchCase, ceilings: dict) -> dict:
@@ -453,12 +485,13 @@ def run(cases, args) -> dict:
     gpu = props["name"].decode()
     timer = Timer()
     ceilings = timer.ceilings()
+    peers = [PEERS[name] for name in dict.fromkeys(args.peer)]
     report = new_report(gpu=gpu, commit=args.commit or _git_commit(), command=list(sys.argv),
-                        ceilings=ceilings, repeats=args.repeats)
+                        ceilings=ceilings, repeats=args.repeats, environment=environment_of(cupy, props, peers))
     print(f"# {report['date']} {gpu} commit {report['commit']}: copy {ceilings['copy_tb_s']:.2f} TB/s, "
           f"matmul {ceilings['matmul_tflop_s']:.0f} TFLOP/s ({ceilings['matmul_source']}); "
           f"median of {args.repeats}, L2 flushed ({FLUSH_BYTES >> 20} MiB) before each", flush=True)
-    peers = [PEERS[name] for name in dict.fromkeys(args.peer)]
+    print("# " + ", ".join(f"{k} {v}" for k, v in report["environment"].items()), flush=True)
     for case in cases:
         row = case_row(case, ceilings)
         report["rows"].append(row)

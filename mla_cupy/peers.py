@@ -44,6 +44,7 @@ class Peer:
 
     name = ""
     module = ""
+    package = ""    # its distribution, whose version the report records
 
     def __init__(self):
         self._missing = None
@@ -74,6 +75,7 @@ class Peer:
 class FlashMLA(Peer):
     name = "flashmla"
     module = "flash_mla"
+    package = "sgl-flash-mla"
 
     def unsupported(self, case) -> str | None:
         if case.page_size != 64:
@@ -130,6 +132,7 @@ class FlashMLA(Peer):
 class FlashInfer(Peer):
     name = "flashinfer"
     module = "flashinfer.mla"
+    package = "flashinfer-python"
 
     def _prepare_env(self) -> None:
         # Read when flashinfer is imported: JIT builds for this GPU only, under /tmp.

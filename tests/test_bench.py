@@ -209,7 +209,8 @@ def test_report_json_schema_round_trips():
     B.finish_row(row)
     report["rows"].append(row)
     back = json.loads(json.dumps(report))
-    assert set(back) == {"schema", "date", "gpu", "commit", "command", "ceilings", "repeats", "rows"}
+    assert set(back) == {"schema", "date", "gpu", "commit", "command", "ceilings", "repeats", "environment",
+                         "rows"}
     assert back["schema"] == B.SCHEMA_VERSION and re.match(r"\d{4}-\d\d-\d\dT", back["date"])
     (r,) = back["rows"]
     assert set(r) >= {"case", "shape", "flops", "bytes", "floor_us", "impls", "ratio", "best_peer"}
@@ -218,6 +219,33 @@ def test_report_json_schema_round_trips():
     assert set(ours) >= {"status", "us", "best_us", "ahead", "eager_us", "host_us", "tb_s", "tflop_s",
                          "roofline_pct", "max_err", "num_partitions", "first_call_s"}
     assert ours["roofline_pct"] == pytest.approx(100 * r["floor_us"] / 80.0)
+
+
+def test_the_report_records_the_versions_and_clocks_a_time_depends_on(monkeypatch):
+    """environment_of: CuPy, NVRTC, driver and runtime versions, the SMs and clocks from
+    the device properties, and each peer's distribution version (None where it is not
+    installed)."""
+    import types
+    from importlib import metadata
+    rt = types.SimpleNamespace(driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: 13020)
+    cupy = types.SimpleNamespace(__version__="14.2.0", cuda=types.SimpleNamespace(
+        runtime=rt, nvrtc=types.SimpleNamespace(getVersion=lambda: (13, 0))))
+    props = dict(multiProcessorCount=132, clockRate=1980000, memoryClockRate=3201000)
+    installed = {"sgl-flash-mla": "1.0.0"}
+
+    def version(dist):
+        if dist not in installed:
+            raise metadata.PackageNotFoundError(dist)
+        return installed[dist]
+    monkeypatch.setattr(metadata, "version", version)
+    env = B.environment_of(cupy, props, [P.FlashMLA(), P.FlashInfer()])
+    assert env == dict(cupy="14.2.0", nvrtc="13.0", driver=13000, runtime=13020, sm_count=132,
+                       sm_clock_mhz=1980, memory_clock_mhz=3201, peer_flashmla="1.0.0", peer_flashinfer=None)
+    report = B.new_report(gpu="g", commit="c", command=[], ceilings=CEILINGS, repeats=20, environment=env)
+    assert json.loads(json.dumps(report))["environment"] == env
+    # CUDA 13's device properties have no clock fields
+    env13 = B.environment_of(cupy, dict(multiProcessorCount=132), [])
+    assert env13["sm_clock_mhz"] is None and env13["memory_clock_mhz"] is None and env13["sm_count"] == 132
 
 
 def test_plot_without_matplotlib_says_so(monkeypatch, tmp_path, capsys):
