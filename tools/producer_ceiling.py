@@ -69,21 +69,21 @@ _N_STORE = ("            *reinterpret_cast<uint4*>(smem + (slot_addr(ring_at(til
             "                                      + sw128_offset<KV_CHUNK_BYTES>(n, j & 7)) = v;")
 _N_SINK = ("            if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9e3779b9u) "
            "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = v.x;")
-# name -> (old, new) edits of the rendered fp8 kernel, each found exactly once; a list
-# of such lists is alternatives, the first whose edits all match taken (the narrow
-# kernel's before the ring's)
+# name -> alternatives, each a list of (old, new) edits of the rendered fp8 kernel: the
+# first alternative whose edits are all found exactly once is applied (the narrow
+# kernel's before the ring's and pair's)
 ABLATIONS = {
-    "noscale": [("        if constexpr (SCALED) {", "        if constexpr (false) {")],
+    "noscale": [[("        if constexpr (SCALED) {", "        if constexpr (false) {")]],
     "noconvert": [[(_N_LO, "                lo = v;"), (_N_HI, "                hi = v;")],
                   [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")]],
     "nocopy": [[("            const bool copy = src.kpos != KPOS_INVALID;", "            const bool copy = false;")],
                [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")]],
-    "noload": [("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
-                "const bool valid = false;")],
-    "nopeer": [("constexpr u32 PEER_BYTES = HALF_KEYS * PIECES * 16 + 4 * 4;", "constexpr u32 PEER_BYTES = 0;"),
-               ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
-               ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
-                "peer_smem(full_remote(g), peer));\n", "")],
+    "noload": [[("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
+                 "const bool valid = false;")]],
+    "nopeer": [[("constexpr u32 PEER_BYTES = HALF_KEYS * PIECES * 16 + 4 * 4;", "constexpr u32 PEER_BYTES = 0;"),
+                ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
+                ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
+                 "peer_smem(full_remote(g), peer));\n", "")]],
     # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
     "nolookup": [[("            if (tile + 1 < num_tiles) nxt = source(tile + 1);",
@@ -98,15 +98,10 @@ ABLATIONS = {
 
 
 def _edits(src: str, part: str):
-    """ABLATIONS[part]'s edits that apply to src (the first alternative all of whose
-    edits are found exactly once; a single list is checked as it is)."""
-    spec = ABLATIONS[part]
-    if spec and isinstance(spec[0], tuple):
-        return spec
-    for edits in spec:
-        if all(src.count(old) == 1 for old, _ in edits):
-            return edits
-    return spec[-1]
+    """ABLATIONS[part]'s first alternative whose edits are all found exactly once in
+    src (else its last, which ablated_source's assertion then names)."""
+    return next((edits for edits in ABLATIONS[part] if all(src.count(old) == 1 for old, _ in edits)),
+                ABLATIONS[part][-1])
 
 
 def ablated_source(src: str, ablation: str, keep_mma: bool = False) -> str:

@@ -97,3 +97,16 @@ peer_all_rows() {
   say "peer bench $?"
   cut -c1-230 "$OUT/bench.log" | grep -v "^# wrote" >> "$L"
 }
+# A patched tree checked before it is timed: DIR with PATCH applied (patched), its kernel
+# cache warmed, hopper_check --schedule SCHEDULE (check_tree, labelled LABEL), then the
+# GPU test files F... in it (gpu_files; GPU_FILE_TIMEOUT) and the sparse memcheck.
+# Returns check_tree's status.  (session 25 on)
+checked_patch() {
+  local dir=$1 patch=$2 label=$3 schedule=$4 rc; shift 4
+  patched "$dir" "$patch"
+  (cd "$dir" && PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm.txt 2>&1)
+  say "warm $label: $(head -1 /tmp/warm.txt)"
+  check_tree "$dir" "$label" "$schedule"; rc=$?
+  (cd "$dir" && gpu_files "$label" "$@" && memcheck_sparse "$label")
+  return $rc
+}

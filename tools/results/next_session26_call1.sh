@@ -12,7 +12,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
-say() { echo "[t=$((SECONDS-T0))s] $*" >> "$L"; }
+. tools/results/device_steps.sh
 PYTHONPATH=.:tests timeout 200 python3 tools/producer_ceiling.py fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192 \
   --ablate nolookup,nocopy+noconvert+nostore,nocopy+noconvert+nostore+nolookup >> "$L" 2>&1; say "ceiling exit $?"
 PYTHONPATH=.:tests timeout 150 python3 tools/producer_ceiling.py fp8_b128_h16_s8192 --keep-mma \

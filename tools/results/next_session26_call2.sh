@@ -17,10 +17,7 @@ set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 . tools/results/device_steps.sh
-patched /tmp/rh next_narrow_raw_halves.patch
-(cd /tmp/rh && PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm.txt 2>&1); say "warm rh: $(head -1 /tmp/warm.txt)"
-check_tree /tmp/rh rh narrow
-(cd /tmp/rh && GPU_FILE_TIMEOUT=120 gpu_files rh fp8 sparse && memcheck_sparse rh)
+GPU_FILE_TIMEOUT=120 checked_patch /tmp/rh next_narrow_raw_halves.patch rh narrow fp8 sparse
 C="fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192"
 BENCH_TIMEOUT=120 compare_rounds rh /tmp/rh
 (cd /tmp/rh && PYTHONPATH=.:tests timeout 120 python3 tools/producer_ceiling.py fp8_b128_h16_s8192 \
