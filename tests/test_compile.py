@@ -181,7 +181,8 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_m
 
 
 @pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nostore", "strip+nocopy",
-                                      "strip+nolookup", "nocopy+noconvert+nostore"])
+                                      "strip+nolookup", "nocopy+noconvert+nostore", "idle", "nomath",
+                                      "idle+nomath"])
 def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
     """The narrow kernel (`fp8` rows at 16 rows): its wgmma helpers (wgmma_st, wgmma_ot)
     are stripped, and each ablation edits its own producer (the fp16 decode, the bulk
@@ -200,6 +201,10 @@ def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
         assert "lo = e4m3x8_to_f16x8(" not in src
     if "nostore" in abl:
         assert "= 0x9e3779b9u" in src
+    if "idle" in abl:   # the producer returns before its first lookup
+        assert src.index("if (num_tiles >= 0) return;") < src.index("cur = source(0);")
+    if "nomath" in abl:   # no MMA is issued: each issue call sits under a false condition
+        assert src.count("if (false) {") == 2 and "j < 0; ++j) {\n        issue_ot(j - 1);" in src
     _nvrtc_compile(src, "narrow_ablation.cu")
 
 
@@ -269,3 +274,15 @@ def test_the_seesaw_divides_by_no_runtime_value_between_its_wgmmas(key):
     divisions = [line.strip() for line in lines[mma[0]:mma[-1]]
                  if re.match(r"\s*(div|rem)\.[su](32|64)\s+%\w+,\s*%\w+,\s*%\w+;", line)]
     assert not divisions, f"{key.name}: run-time divisions between the wgmmas: {divisions}"
+
+
+def test_nomath_ablation_reaches_the_16_bit_narrow_kernel():
+    """producer_ceiling.py's nomath (the math warpgroup reduced to its waits and
+    releases) edits the bf16 narrow kernel too, so the TMA loader's own rate can be
+    timed; the result compiles."""
+    from mla_cupy.variants import parse
+    producer_ceiling = _tool("producer_ceiling")
+    name = "mla_decode_bf16_causal_dense_fold0_m16_hopper_narrow"
+    src = producer_ceiling.transformed_source((name,), "nomath")
+    assert src != render(parse(name)) and src.count("if (false) {") == 2
+    _nvrtc_compile(src, "narrow_nomath.cu")

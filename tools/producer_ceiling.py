@@ -20,6 +20,10 @@ it bound by the instructions it issues, NOTES.md):
              MLA_CUPY_HOPPER_SCHEDULE=pair)
   nolookup   the narrow producer's key lookups past the first tile (each tile copies
              and decodes the first tile's records again)
+  idle       the narrow producer reduced to the hand-over: each slot's empty wait and
+             full arrival, nothing copied, read, decoded or stored
+  nomath     the narrow math warpgroup reduced to the hand-over: each chunk's full
+             wait and release, no MMA, softmax or P^T (with idle: the bare hand-over)
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
@@ -69,6 +73,22 @@ _N_STORE = ("            *reinterpret_cast<uint4*>(smem + (slot_addr(ring_at(til
             "                                      + sw128_offset<KV_CHUNK_BYTES>(n, j & 7)) = v;")
 _N_SINK = ("            if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9e3779b9u) "
            "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = v.x;")
+_N_PRODUCER_LOOP = "        KeySource cur{};\n        cur.kpos = KPOS_INVALID;\n"
+_N_IDLE = ("        for (int tile = 0; tile < num_tiles; ++tile) {\n"
+           "            if (p < CHUNKS) {\n"
+           "                const int ra = ring_at(tile, p);\n"
+           "                if (ra >= SLOTS) mbar_wait(empty_bar(ra), parity(ra) ^ 1u);\n"
+           "                mbar_arrive(full_bar(ra));\n"
+           "            }\n"
+           "        }\n"
+           "        if (num_tiles >= 0) return;\n")
+_N_MATH_FIRST = "    float s[ST_REGS];\n    if (num_tiles > 0) {\n        issue_st(0, s);"
+_N_MATH_LOOP = "    for (int j = 1; j < num_tiles; ++j) {\n        issue_ot(j - 1);"
+_N_MATH_LAST = "    if (num_tiles > 0) {\n        issue_ot(num_tiles - 1);"
+_N_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
+             "        for (int c = 0; c < CHUNKS; ++c) mbar_wait(full_bar(ring_at(j, c)), parity(ring_at(j, c)));\n"
+             "        release(j, 0, CHUNKS);\n"
+             "    }\n")
 # name -> alternatives, each a list of (old, new) edits of the rendered fp8 kernel: the
 # first alternative whose edits are all found exactly once is applied (the narrow
 # kernel's before the ring's and pair's)
@@ -90,6 +110,14 @@ ABLATIONS = {
                    "            if (tile + 1 < num_tiles) nxt = cur;")],
                  [("            if (tile + ahead_tiles < num_tiles) ahead = source(tile + ahead_tiles);",
                    "            if (tile + ahead_tiles < num_tiles) ahead = cur;")]],
+    # the narrow kernel's two sides apart: its producer reduced to the hand-over (each
+    # slot's empty wait and full arrival, nothing read, decoded or stored), and its math
+    # warpgroup reduced to the hand-over (each chunk's full wait and its release; no MMA,
+    # softmax or P^T): what each side costs with the other one instant
+    "idle": [[(_N_PRODUCER_LOOP, _N_IDLE + _N_PRODUCER_LOOP)]],
+    "nomath": [[(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
+                (_N_MATH_LOOP, _N_MATH_LOOP.replace("j < num_tiles", "j < 0")),
+                (_N_MATH_LAST, _N_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))]],
     "nostore": [[(_N_STORE, _N_SINK)],
                 [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                  (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
@@ -227,10 +255,12 @@ def main():
               f"the producer alone {keys / sms / bare_us:.1f} keys/us/SM "
               f"(full kernel {keys / sms / full_us:.1f})", flush=True)
         for a in ablations:
-            if _DEQUANT not in source:
-                print(f"  {a}: not an fp8 producer kernel", flush=True)
+            try:   # (nomath also edits the 16-bit narrow kernels; the others, fp8 producers only)
+                src = ablated_source(source, a, args.keep_mma)
+            except AssertionError:
+                print(f"  {a}: its code is not in {key[0]}", flush=True)
                 continue
-            us = time_source(ablated_source(source, a, args.keep_mma))
+            us = time_source(src)
             ref, what = (full_us, "with wgmma") if args.keep_mma else (bare_us, "without wgmma")
             print(f"  {what}, {a}: {us:.1f} us ({us - ref:+.1f}): "
                   f"{keys / sms / us:.1f} keys/us/SM", flush=True)
