@@ -126,8 +126,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             # a 64-key tile each (a full and an empty mbarrier each), P^T (the rows' 64 keys),
             # fp8 layouts' raw records of a tile (and their mbarrier), the row
             # reductions of 4 warps (mla_decode_narrow.cu.j2).  Threads: the math
-            # warpgroups, then the loading warp's (or the producer's) warpgroup.
-            return LaunchConfig(key.tile_rows, block_n, stages, 1, 128 * (narrow_consumers(key) + 1),
+            # warpgroups, then the loading warp's warpgroup (or the producer's two).
+            return LaunchConfig(key.tile_rows, block_n, stages, 1,
+                                128 * (narrow_consumers(key) + narrow_producers(key)),
                                 _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
         # P words and row factors of 128 threads, a full and an empty mbarrier per
         # buffer (the producer warpgroup's hand-over), and a third for its raw bytes
@@ -241,6 +242,16 @@ def narrow_consumers(key: DecodeKey) -> int:
     return 2 if key.tile_rows == 32 and not records.is_byte_record(key.layout) else 1
 
 
+def narrow_producers(key: DecodeKey) -> int:
+    """Warpgroups that feed a narrow kernel's slots: fp8 layouts two, each thread decoding
+    a quarter of a key's record (one warpgroup, a half each, issued one warp a scheduler
+    and took 2.2 us a 64-key tile with the math reduced to its hand-over: fp8 h16
+    275 us of 355, tools/results/NOTES.md session 26) at 16 rows; 32 rows keep one (384
+    threads cap a thread at 168 registers, and their 128 O^T accumulators then spill);
+    16-bit caches one (its loading warp's)."""
+    return 2 if records.is_byte_record(key.layout) and key.tile_rows == 16 else 1
+
+
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
     """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
     of a tile and their mbarrier (fp8 layouts), the row reductions, the segment walks
@@ -314,7 +325,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
         max_jobs=PAIR_MAX_JOBS,
-        consumers=consumers, wg_rows=key.tile_rows // consumers)
+        consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key))
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

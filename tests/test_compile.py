@@ -123,6 +123,21 @@ def test_each_schedule_renders_its_own_kernel(key):
 HOPPER_KEYS = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"]
 
 
+def test_narrow_fp8_kernels_at_16_rows_dequantise_in_two_warpgroups():
+    """The narrow kernel's fp8 producer runs in two warpgroups at 16 rows (fp8_ds_mla
+    h16 369 -> 320 us on the H200, NOTES.md session 26) and in one at 32 rows, whose
+    O^T accumulators need more than the 168 registers 384 threads leave; the launch,
+    the rendered constant and the thread count agree."""
+    from mla_cupy.render import narrow_consumers, narrow_producers
+    narrow = [k for k in HOPPER_KEYS if k.schedule.value == "narrow"]
+    assert {(k.layout.value, k.tile_rows) for k in narrow if narrow_producers(k) == 2} == {
+        (layout, 16) for layout in ("fp8", "fp8_ds_mla")}
+    for key in narrow:
+        producers = narrow_producers(key)
+        assert launch_config(key).num_threads == 128 * (narrow_consumers(key) + producers), key.name
+        assert f"constexpr int PRODUCERS = {producers};" in render(key), key.name
+
+
 @pytest.mark.parametrize("key", HOPPER_KEYS, ids=lambda k: k.name)
 def test_every_hopper_wgmma_takes_the_operand_type_its_records_decode_to(key):
     """fp16 MMAs for fp16 caches and for `fp8` rows in the narrow schedule (e4m3 ->
