@@ -254,12 +254,12 @@ def narrow_producers(key: DecodeKey) -> int:
 
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
     """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
-    of a tile and their mbarrier (fp8 layouts), the row reductions, the segment walks
+    of a tile, their mbarrier and four tiles' full mbarriers (fp8 layouts), the row reductions, the segment walks
     (16-bit caches), the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
     keytok = 4 * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # KEYTOK_TILES tiles of int2
-    return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 if raw else 0)
+    return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 + 4 * 8 if raw else 0)
             + 4 * rows * 4 + keytok + (0 if raw else NARROW_WALK_BYTES) + 1024)
 
 

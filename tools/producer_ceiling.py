@@ -21,9 +21,10 @@ it bound by the instructions it issues, NOTES.md):
   nolookup   the narrow producer's key lookups past the first tile (each tile copies
              and decodes the first tile's records again)
   idle       the narrow producer reduced to the hand-over: each slot's empty wait and
-             full arrival, nothing copied, read, decoded or stored
-  nomath     the narrow math warpgroup reduced to the hand-over: each chunk's full
-             wait and release, no MMA, softmax or P^T (with idle: the bare hand-over)
+             the tile's publication, nothing copied, read, decoded or stored
+  nomath     the narrow math warpgroup reduced to the hand-over: each tile's wait for
+             its chunks and their release, no MMA, softmax or P^T (with idle: the bare
+             hand-over)
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
@@ -78,15 +79,16 @@ _N_IDLE = ("        for (int tile = 0; tile < num_tiles; ++tile) {\n"
            "            if (p < CHUNKS) {\n"
            "                const int ra = ring_at(tile, p);\n"
            "                if (ra >= SLOTS) mbar_wait(empty_bar(ra), parity(ra) ^ 1u);\n"
-           "                mbar_arrive(full_bar(ra));\n"
            "            }\n"
+           "            bar_sync_producer(BAR_PUBLISH);\n"
+           "            if (p == 0) mbar_arrive(tile_bar(tile));\n"
            "        }\n"
            "        if (num_tiles >= 0) return;\n")
 _N_MATH_FIRST = "    float s[ST_REGS];\n    if (num_tiles > 0) {\n        issue_st(0, s);"
 _N_MATH_LOOP = "    for (int j = 1; j < num_tiles; ++j) {\n        issue_ot(j - 1);"
 _N_MATH_LAST = "    if (num_tiles > 0) {\n        issue_ot(num_tiles - 1);"
 _N_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
-             "        for (int c = 0; c < CHUNKS; ++c) mbar_wait(full_bar(ring_at(j, c)), parity(ring_at(j, c)));\n"
+             "        wait_landed(j);\n"
              "        release(j, 0, CHUNKS);\n"
              "    }\n")
 # name -> alternatives, each a list of (old, new) edits of the rendered fp8 kernel: the
