@@ -222,6 +222,10 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
 # buffers each) and split mode's segment, in shared memory over 16-bit caches
 # (mla_decode_narrow.cu.j2 asserts they fit).
 NARROW_WALK_BYTES = 416
+# Tiles of the narrow kernel's per-tile records (sparse: each key's tokens; fp8 layouts:
+# each tile's full mbarrier), indexed tile % NARROW_TILE_RECORDS: more than the tiles its
+# producer can run ahead of the math (the kernel asserts SLOTS / CHUNKS + 1 < it).
+NARROW_TILE_RECORDS = 4
 
 
 def hopper_mma_type(key: DecodeKey) -> str:
@@ -253,13 +257,15 @@ def narrow_producers(key: DecodeKey) -> int:
 
 
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
-    """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records
-    of a tile, their mbarrier and four tiles' full mbarriers (fp8 layouts), the row reductions, the segment walks
-    (16-bit caches), the alignment."""
+    """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records of
+    a tile, their mbarrier and NARROW_TILE_RECORDS tiles' full mbarriers (fp8 layouts),
+    the tokens of each key of NARROW_TILE_RECORDS tiles (sparse), the row reductions,
+    the segment walks (16-bit caches), the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
-    keytok = 4 * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # KEYTOK_TILES tiles of int2
-    return (key.d_qk * 2 * rows + rows * 2 * block_n + (block_n * key.row_bytes + 8 + 4 * 8 if raw else 0)
+    keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # int2 a key
+    return (key.d_qk * 2 * rows + rows * 2 * block_n
+            + (block_n * key.row_bytes + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
             + 4 * rows * 4 + keytok + (0 if raw else NARROW_WALK_BYTES) + 1024)
 
 
@@ -325,7 +331,8 @@ def decode_template_values(key: DecodeKey) -> dict:
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
         max_jobs=PAIR_MAX_JOBS,
-        consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key))
+        consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
+        tile_records=NARROW_TILE_RECORDS)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

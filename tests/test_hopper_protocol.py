@@ -596,7 +596,8 @@ MBAR_PARTIES.update({"ntile": 1})
 @pytest.mark.parametrize("chunks, v_chunks", [(9, 8), (8, 8)])   # D_QK 576, 512
 @pytest.mark.parametrize("slots", [17, 18, 20, 21])               # fp8 layouts' rings: 20-21 at 16 rows
 def test_narrow_tile_barriers_neither_hang_nor_lap(chunks, v_chunks, slots):
-    """The kernel's four tile barriers (TILE_BARS; it asserts SLOTS / CHUNKS + 1 < 4)."""
+    """The kernel's four tile barriers (TILE_BARS = render.NARROW_TILE_RECORDS; it asserts
+    SLOTS / CHUNKS + 1 < 4)."""
     warpgroups = (narrow_raw_math(chunks, v_chunks, 4), narrow_raw_producer(chunks, 4))
     assert {n: run(n, slots, warpgroups, 10) for n in range(12)} == {n: "ok" for n in range(12)}
 
@@ -606,7 +607,7 @@ def test_the_model_shows_how_many_tile_barriers_the_producer_needs():
     once warpgroup 0 freed the slots t + k lands in.  With 21 slots of 9 chunks it
     publishes at most one tile past the one warpgroup 0 waits for (t + 2 needs tile
     t's V chunks, freed after S^T(t)), so one barrier laps and two do not: the
-    kernel's four (SLOTS / CHUNKS + 1 < TILE_BARS) leave room to spare."""
+    kernel's four (SLOTS / CHUNKS + 1 < TILE_RECORDS) leave room to spare."""
     def warpgroups(bars):
         return (narrow_raw_math(9, 8, bars), narrow_raw_producer(9, bars))
     assert "lapped" in run(10, 21, warpgroups(1), 10)

@@ -49,7 +49,8 @@ def stripped_source(src: str) -> str:
     """The source with the bodies of the two wgmma issue helpers reduced to a return."""
     heads = next((h for h in STRIP if all(src.count(x) == 1 for x in h)), STRIP[-1])
     for head in heads:
-        assert src.count(head) == 1, head
+        if src.count(head) != 1:
+            raise ValueError(f"strip: expected {head!r} once in the kernel, found it {src.count(head)} times")
         at = src.index("{", src.index(head)) + 1
         src = src[:at] + " return;" + src[at:]
     return src
@@ -109,13 +110,11 @@ ABLATIONS = {
     # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
     "nolookup": [[("            if (tile + 1 < num_tiles) nxt = source(tile + 1);",
-                   "            if (tile + 1 < num_tiles) nxt = cur;")],
-                 [("            if (tile + ahead_tiles < num_tiles) ahead = source(tile + ahead_tiles);",
-                   "            if (tile + ahead_tiles < num_tiles) ahead = cur;")]],
+                   "            if (tile + 1 < num_tiles) nxt = cur;")]],
     # the narrow kernel's two sides apart: its producer reduced to the hand-over (each
-    # slot's empty wait and full arrival, nothing read, decoded or stored), and its math
-    # warpgroup reduced to the hand-over (each chunk's full wait and its release; no MMA,
-    # softmax or P^T): what each side costs with the other one instant
+    # slot's empty wait and the tile's publication, nothing read, decoded or stored), and
+    # its math warpgroup reduced to the hand-over (each tile's wait and its release; no
+    # MMA, softmax or P^T): what each side costs with the other one instant
     "idle": [[(_N_PRODUCER_LOOP, _N_IDLE + _N_PRODUCER_LOOP)]],
     "nomath": [[(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
                 (_N_MATH_LOOP, _N_MATH_LOOP.replace("j < num_tiles", "j < 0")),
@@ -129,7 +128,7 @@ ABLATIONS = {
 
 def _edits(src: str, part: str):
     """ABLATIONS[part]'s first alternative whose edits are all found exactly once in
-    src (else its last, which ablated_source's assertion then names)."""
+    src (else its last, whose missing edit ablated_source then names)."""
     return next((edits for edits in ABLATIONS[part] if all(src.count(old) == 1 for old, _ in edits)),
                 ABLATIONS[part][-1])
 
@@ -141,7 +140,8 @@ def ablated_source(src: str, ablation: str, keep_mma: bool = False) -> str:
         src = stripped_source(src)
     for part in ablation.split("+"):
         for old, new in _edits(src, part):
-            assert src.count(old) == 1, (part, old)
+            if src.count(old) != 1:
+                raise ValueError(f"{part}: expected {old!r} once in the kernel, found it {src.count(old)} times")
             src = src.replace(old, new)
     return src
 
@@ -259,7 +259,7 @@ def main():
         for a in ablations:
             try:   # (nomath also edits the 16-bit narrow kernels; the others, fp8 producers only)
                 src = ablated_source(source, a, args.keep_mma)
-            except AssertionError:
+            except ValueError:
                 print(f"  {a}: its code is not in {key[0]}", flush=True)
                 continue
             us = time_source(src)
