@@ -256,6 +256,24 @@ def narrow_producers(key: DecodeKey) -> int:
     return 2 if records.is_byte_record(key.layout) and key.tile_rows == 16 else 1
 
 
+def raw_skew(key: DecodeKey) -> int:
+    """How far the fp8 producers of the narrow and ring schedules rotate each key's reads
+    of its staged record, in 16-byte pieces (key n starts at piece SKEW n mod 8 of each
+    group of eight its thread reads).
+    A quarter warp's LDS.128 reads the same piece of eight consecutive keys' records,
+    row_bytes apart; in 16-byte bank columns that is row_bytes / 16 mod 8 apart, so `fp8`
+    rows (36 columns) fall in 2 of the 8 (4-way conflicted), 512-byte rows in 1.  With the
+    rotation key n's i-th read is in column (n + i) mod 8.  fp8_ds_mla's 41-column records
+    need none (0), which also keeps its group scales' indices static; the other layouts'
+    rows are not staged for a producer (0)."""
+    if key.layout not in (Layout.FP8, Layout.FP8_DS_MLA):
+        return 0
+    skew = (1 - key.row_bytes // 16) % 8
+    if skew and records.scales_at(key.layout) is not None:
+        raise ValueError(f"{key.name}: a skewed raw read needs unscaled pieces, got {key.layout.value}")
+    return skew
+
+
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
     """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records of
     a tile, their mbarrier and NARROW_TILE_RECORDS tiles' full mbarriers (fp8 layouts),
@@ -332,7 +350,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
         max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
-        tile_records=NARROW_TILE_RECORDS)
+        tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key))
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

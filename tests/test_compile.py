@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from mla_cupy import records
 from mla_cupy.compiler import compile_offline
 from mla_cupy.render import launch_config, render
 from mla_cupy.variants import TILE_ROWS, DecodeKey, QuantizeKey, all_variants
@@ -136,6 +137,46 @@ def test_narrow_fp8_kernels_at_16_rows_dequantise_in_two_warpgroups():
         producers = narrow_producers(key)
         assert launch_config(key).num_threads == 128 * (narrow_consumers(key) + producers), key.name
         assert f"constexpr int PRODUCERS = {producers};" in render(key), key.name
+
+
+def _producer_bank_columns(row_bytes: int, lat_pieces: int, skew: int):
+    """The 16-byte bank columns (0..7) of an fp8 producer's shared-memory accesses,
+    per quarter warp (eight consecutive keys n of one part) and per instruction: its reads
+    of the staged records (piece k of key n at n row_bytes + 16 k within its part, key n's
+    i-th read being piece (i & ~7) | ((i + skew n) & 7)), and its two stores a piece into the
+    128-byte-swizzled slot or tile (columns 2 k and 2 k + 1 of the chunk, row n:
+    wgmma.cuh.j2's sw128_offset)."""
+    reads, stores = [], []
+    for i in range(lat_pieces):
+        pieces = [(i & ~7) | ((i + skew * n) & 7) for n in range(8)]
+        reads.append([(n * row_bytes // 16 + k) % 8 for n, k in enumerate(pieces)])
+        for half in (0, 1):
+            stores.append([((2 * k + half) & 7) ^ n for n, k in enumerate(pieces)])
+    return reads, stores
+
+
+def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
+    """Each quarter warp's LDS.128 of the staged records and STS.128 into the slots or
+    tiles touch eight distinct 16-byte bank columns for every narrow and ring kernel whose
+    producer dequantises records (render.raw_skew rotates `fp8` keys' reads: unrotated,
+    576-byte rows fall in two columns, 4-way conflicted, and 512-byte rows in one); the
+    rendered kernel carries the skew.  A thread reads eight pieces of a group (ring: its
+    128-column group; narrow: a quarter or a half of the latent columns, in groups of eight)."""
+    from mla_cupy.render import narrow_producers, raw_skew
+    staged = [k for k in HOPPER_KEYS if k.schedule.value in ("narrow", "ring")
+              and k.layout.value in ("fp8", "fp8_ds_mla")]
+    assert {k.schedule.value for k in staged} == {"narrow", "ring"}
+    for key in staged:
+        skew = raw_skew(key)
+        lat_pieces = 512 // (128 * narrow_producers(key) // 64) // 16 if key.schedule.value == "narrow" else 8
+        reads, stores = _producer_bank_columns(key.row_bytes, lat_pieces, skew)
+        assert all(len(set(r)) == 8 for r in reads), key.name
+        assert all(len(set(s)) == 8 for s in stores), key.name
+        assert f"constexpr int SKEW = {skew};" in render(key), key.name
+        unskewed, _ = _producer_bank_columns(key.row_bytes, lat_pieces, 0)
+        assert (skew == 0) == all(len(set(r)) == 8 for r in unskewed), key.name
+    assert {raw_skew(k) for k in staged if k.layout.value == "fp8_ds_mla"} == {0}
+    assert {raw_skew(k) for k in staged if k.layout.value == "fp8"} == {5, 1}
 
 
 @pytest.mark.parametrize("key", HOPPER_KEYS, ids=lambda k: k.name)

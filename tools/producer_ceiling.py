@@ -71,8 +71,7 @@ _SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
 # and its stores into the slots
 _N_LO = "                lo = e4m3x8_to_f16x8(make_uint2(v.x, v.y));"
 _N_HI = "                hi = e4m3x8_to_f16x8(make_uint2(v.z, v.w));"
-_N_STORE = ("            *reinterpret_cast<uint4*>(smem + (slot_addr(ring_at(tile, j >> 3)) - smem_base)\n"
-            "                                      + sw128_offset<KV_CHUNK_BYTES>(n, j & 7)) = v;")
+_N_STORE = "            *reinterpret_cast<uint4*>(smem + (slot - smem_base) + sw128_offset<KV_CHUNK_BYTES>(n, j & 7)) = v;"
 _N_SINK = ("            if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9e3779b9u) "
            "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = v.x;")
 _N_PRODUCER_LOOP = "        KeySource cur{};\n        cur.kpos = KPOS_INVALID;\n"
