@@ -175,6 +175,15 @@ def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
         assert f"constexpr int SKEW = {skew};" in render(key), key.name
         unskewed, _ = _producer_bank_columns(key.row_bytes, lat_pieces, 0)
         assert (skew == 0) == all(len(set(r)) == 8 for r in unskewed), key.name
+        if key.schedule.value == "narrow" and key.layout.value == "fp8" and key.d_qk == 576:
+            # the e4m3 rope (four 16-byte pieces after the 512 latent bytes), read by key n
+            # from piece (own + n) % 4: two keys a column at most, stores in eight columns
+            assert "constexpr bool ROPE_SKEWED = ROPE_E4M3 && SKEW != 0 && D_ROPE == 64;" in render(key)
+            for own in range(4):
+                pieces = [(own + n) & 3 for n in range(8)]
+                assert len({(n * key.row_bytes // 16 + 32 + q) % 8 for n, q in enumerate(pieces)}) == 4
+                for half in (0, 1):
+                    assert len({((2 * q + half) & 7) ^ n for n, q in enumerate(pieces)}) == 8
     assert {raw_skew(k) for k in staged if k.layout.value == "fp8_ds_mla"} == {0}
     assert {raw_skew(k) for k in staged if k.layout.value == "fp8"} == {5, 1}
 
@@ -258,7 +267,7 @@ def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
     if "nostore" in abl:
         assert "= 0x9e3779b9u" in src
     if "idle" in abl:   # the producer returns before its first lookup
-        assert src.index("if (num_tiles >= 0) return;") < src.index("cur = source(0);")
+        assert src.index("if (num_tiles >= 0) return;") < src.index("cur = resolve(fetch(0));")
     if "nomath" in abl:   # no MMA is issued: each issue call sits under a false condition
         assert src.count("if (false) {") == 2 and "j < 0; ++j) {\n        issue_ot(j - 1);" in src
     _nvrtc_compile(src, "narrow_ablation.cu")

@@ -108,8 +108,8 @@ ABLATIONS = {
                  "peer_smem(full_remote(g), peer));\n", "")]],
     # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
-    "nolookup": [[("            if (tile + 1 < num_tiles) nxt = source(tile + 1);",
-                   "            if (tile + 1 < num_tiles) nxt = cur;")]],
+    "nolookup": [[("            const KeySource nxt = resolve(ahead);", "            const KeySource nxt = cur;"),
+                  ("            ahead = fetch(tile + 2);\n", "")]],
     # the narrow kernel's two sides apart: its producer reduced to the hand-over (each
     # slot's empty wait and the tile's publication, nothing read, decoded or stored), and
     # its math warpgroup reduced to the hand-over (each tile's wait and its release; no
