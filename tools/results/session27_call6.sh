@@ -5,7 +5,8 @@
 # 32 rows the ring (compiler.DENSE_FP8_HOPPER_MIN_ROWS, measured at 0c73aee before the
 # ring's producer lost its bank conflicts); fp8_ds_mla the ring.  The narrow kernel's
 # 32-row fp8 tile (one producer warpgroup) runs them only when forced.  Each mode checked
-# against the reference, then timed (20 repeats).  Predicted: the narrow tile fastest at
+# against the reference, then timed (20 repeats); the forced schedules with MLA_CUPY_BACKEND=hopper
+# (under auto, dense fp8 at 17-31 rows runs the portable kernel whatever the schedule).  Predicted: the narrow tile fastest at
 # both head counts for both layouts (its h=16 is 258 / 292 us against the ring's ~400).
 set -u
 export PYTHONUNBUFFERED=1
@@ -16,8 +17,8 @@ for layout in fp8 fp8_ds_mla; do
   for h in 32 24; do
     for mode in auto narrow ring portable; do
       case $mode in
-        auto) env=() ;; narrow) env=(MLA_CUPY_HOPPER_SCHEDULE=narrow) ;;
-        ring) env=(MLA_CUPY_HOPPER_SCHEDULE=ring) ;; portable) env=(MLA_CUPY_BACKEND=portable) ;;
+        auto) env=() ;; narrow) env=(MLA_CUPY_BACKEND=hopper MLA_CUPY_HOPPER_SCHEDULE=narrow) ;;
+        ring) env=(MLA_CUPY_BACKEND=hopper MLA_CUPY_HOPPER_SCHEDULE=ring) ;; portable) env=(MLA_CUPY_BACKEND=portable) ;;
       esac
       echo "== $layout h$h $mode" >> "$L"
       env "${env[@]}" PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size 128 --num-heads $h --q-len 1 \
