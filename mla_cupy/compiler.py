@@ -236,42 +236,15 @@ def device_arch(device_id: int) -> str:
     return arch_for_capability(int(cupy.cuda.Device(device_id).compute_capability))
 
 
-# Under "auto", dense fp8 variants (e4m3 latent, bf16 queries) run the Hopper
-# family only when a CTA's row group (a sequence's tokens x heads) has at least
-# this many rows.  Its kernel pads the group to a 64-row tile, and its cost per
-# key (a dequantised row) is the same for 16 rows as for 64; the portable 16-row
-# tile wins at 16 rows.  H200, b128 s8192, Hopper vs portable (2026-12-01,
-# 0c73aee), µs: h16 454.9 vs 430.3, h32 446.4 vs 678.7.  Every other variant runs
-# Hopper at any rows: dense fp8_ds_mla h8 449.9 vs 506.1, h16 448.8 vs 510.9;
-# sparse top-2048 (bytes gathered do not depend on the heads, so both families
-# take about the same time from h4 to h32) bf16 h4 97.5 vs 129.2, h16 98.1 vs
-# 133.8; fp8_ds_mla h4 113.3 vs 158.0, h16 114.1 vs 163.9.  Under batch_invariant
-# the dispatcher passes one token's rows for a dense call, so the choice does
-# not depend on the batch.  Row groups of NARROW_AUTO_RECORD_ROWS or fewer run the
-# narrow Hopper kernel instead, which beats the portable one there (h16 399.8 ->
-# 374.0 us, session 12).
-DENSE_FP8_HOPPER_MIN_ROWS = 32
-
-
-def hopper_rows(key: DecodeKey, group_rows: int) -> bool:
-    """Whether a row group of ``group_rows`` rows runs ``key``'s variant on the Hopper
-    family under "auto": every one but dense fp8 from NARROW_AUTO_RECORD_ROWS + 1 to
-    DENSE_FP8_HOPPER_MIN_ROWS - 1 rows."""
-    dense_fp8 = key.sparsity is Sparsity.DENSE and key.layout is Layout.FP8
-    return not dense_fp8 or group_rows <= NARROW_AUTO_RECORD_ROWS or group_rows >= DENSE_FP8_HOPPER_MIN_ROWS
-
-
-def runs_hopper(key: DecodeKey, device_id: int, backend=None, group_rows: int | None = None) -> bool:
+def runs_hopper(key: DecodeKey, device_id: int, backend=None) -> bool:
     """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
     family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
-    device, a variant the family covers, and, under "auto", a row group
-    (``group_rows``: rows of one CTA's tokens, see schedule.row_tiling) that
-    hopper_rows admits.  The one rule for the dispatcher's choice and for
-    the split pack_scalar_args plans."""
+    device and a variant the family covers, at any row count (the portable kernels
+    lost their last window, dense `fp8` at 17-31 rows, to the narrow 32-row tile:
+    b128 h24 s8192 625 -> 310 us on the H200, NARROW_AUTO_RECORD_ROWS).  The one
+    rule for the dispatcher's choice and for the split pack_scalar_args plans."""
     chosen = resolve_backend(backend)
     if chosen == "portable" or not hopper_supports(dataclasses.replace(key, tile_rows=64)):
-        return False
-    if chosen == "auto" and group_rows is not None and not hopper_rows(key, group_rows):
         return False
     return device_arch(device_id) == "sm_90a"
 
@@ -293,11 +266,14 @@ SEESAW_MIN_ROWS = 65
 #   39.1, ds_h16_sq1 ragged 315.6 -> 243.8; ds_h32_sq1 178.6 -> 175.7 (32-row tile),
 #   ds_h16_sq2 179.7 -> 176.5.
 # - dense fp8 records up to 16 rows (the producer warpgroup dequantises them):
-#   fp8_ds_mla b128 h16 367.8 -> 356.1, fp8 (portable before) 399.5 -> 373.9.
+#   fp8_ds_mla b128 h16 367.8 -> 356.1, fp8 (portable before) 399.5 -> 373.9; and up to
+#   32 (session 27, d29a4fb, b128 s8192, auto -> narrow, each checked against the
+#   reference first): fp8 h24 625.2 (portable) -> 309.9, h32 347.8 (ring) -> 305.8;
+#   fp8_ds_mla h24 372.6 (ring) -> 351.8, h32 372.0 -> 345.8.
 # Sparse records run the ring (its producer was faster: 108 vs 128 us at h16).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 32
-NARROW_AUTO_RECORD_ROWS = 16
+NARROW_AUTO_RECORD_ROWS = 32
 # The pair schedule's row groups: whole pairs of 64-row tiles (its clusters of two
 # CTAs hold one token's slots).
 PAIR_ROWS = 128

@@ -223,10 +223,10 @@ def _build_plan(
                 fold=fold_shared_index, d_qk=kv_collection.d_qk, q_fp8=q_fp8)
     key = DecodeKey(tile_rows=64, **axes)
     group_rows = row_tiling(q_max_seq_len, num_heads, per_token=per_token).group_rows
-    # batch_invariant: a sequence's family and schedule may not depend on the batch's
-    # q_max_seq_len, so one token's heads decide them
+    # batch_invariant: a sequence's schedule may not depend on the batch's q_max_seq_len,
+    # so one token's heads decide it
     choice_rows = num_heads if batch_invariant else group_rows
-    if runs_hopper(key, device_id, backend, choice_rows):
+    if runs_hopper(key, device_id, backend):
         key = hopper_key(key, kv_collection.page_size, choice_rows)
     elif resolve_backend(backend) == "hopper":
         raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "

@@ -94,7 +94,7 @@ def pack_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: int,
     split_chosen = num_partitions is None
     if num_partitions is None:
         group_rows = row_tiling(q_max_seq_len, num_heads, per_token=sparse_mla and not fold_shared_index).group_rows
-        hopper = _hopper_plan(layout, sparse_mla, backend, group_rows)
+        hopper = _hopper_plan(layout, sparse_mla, backend)
         pair = hopper and sparse_mla and _pair_plan(layout, sparse_mla, fold_shared_index, group_rows)
         num_partitions = choose_num_partitions(
             batch_size, num_heads, q_max_seq_len, max_cache_length,
@@ -171,7 +171,7 @@ def shared_scalar_args(batch_size: int, q_max_seq_len: int, max_cache_length: in
     return sa
 
 
-def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None, group_rows: int) -> bool:
+def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None) -> bool:
     """Whether the call will run the Hopper family on the current device
     (compiler.runs_hopper, the dispatcher's rule); False without a GPU."""
     from .compiler import runs_hopper
@@ -184,7 +184,7 @@ def _hopper_plan(layout: str, sparse_mla: bool, backend: str | None, group_rows:
         return False
     key = DecodeKey(layout=layout, sparsity=Sparsity.SPARSE if sparse_mla else Sparsity.DENSE)
     try:
-        return runs_hopper(key, device_id, backend, group_rows)
+        return runs_hopper(key, device_id, backend)
     except Exception:   # device query failed: plan for the portable tiles
         return False
 

@@ -174,7 +174,7 @@ def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_si
     checked to be the narrow kernel."""
     from mla_cupy import dispatch
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
-    monkeypatch.setenv("MLA_CUPY_BACKEND", "hopper")   # dense fp8 under 32 rows is portable under auto
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "hopper")   # (the Hopper family demanded: no portable fallback)
     shapes = [(16, [1, 1, 0, 1], {}), (5, [3, 1, 0, 2], {}), (1, [2, 3, 1, 1], {}), (32, [1, 0, 1], {})]
     if layout == "fp8":
         shapes.append((16, [1, 1], dict(d_qk=512)))

@@ -442,26 +442,23 @@ def test_runs_hopper_reads_the_environment(monkeypatch):
         compiler.runs_hopper(DecodeKey(), 0)
 
 
-@pytest.mark.parametrize("backend,sparsity,layout,group_rows,expected", [
-    ("auto", "sparse", "bf16", 1, True),         # sparse h4: Hopper 98 vs portable 129 us (compiler.py)
-    ("auto", "sparse", "fp8_ds_mla", 16, True),
-    ("auto", "sparse", "fp8", 8, True),
-    ("auto", "sparse", "bf16", 128, True),
-    ("portable", "sparse", "bf16", 128, False),  # forced: the portable family still runs it
-    ("auto", "dense", "bf16", 1, True),          # dense 16-bit: Hopper at every row count
-    ("auto", "dense", "fp8_ds_mla", 1, True),
-    ("auto", "dense", "fp8", 16, True),          # dense fp8 h16: the narrow kernel (374 vs portable 400 us)
-    ("auto", "dense", "fp8", 17, False),         # 17-31 rows: portable (the ring: 455 vs 430 us at h16)
-    ("auto", "dense", "fp8", 31, False),
-    ("auto", "dense", "fp8", 32, True),
+@pytest.mark.parametrize("backend,sparsity,layout,expected", [
+    ("auto", "sparse", "bf16", True),            # sparse h4: Hopper 98 vs portable 129 us (compiler.py)
+    ("auto", "sparse", "fp8_ds_mla", True),
+    ("auto", "sparse", "fp8", True),
+    ("portable", "sparse", "bf16", False),       # forced: the portable family still runs it
+    ("auto", "dense", "bf16", True),             # dense 16-bit: Hopper at every row count
+    ("auto", "dense", "fp8_ds_mla", True),
+    ("auto", "dense", "fp8", True),              # dense fp8 up to 32 rows: the narrow kernel (h24 310 vs 625 us)
 ])
-def test_runs_hopper_by_row_group(monkeypatch, backend, sparsity, layout, group_rows, expected):
-    """The row groups that run the Hopper family under "auto" (compiler.hopper_rows)."""
+def test_runs_hopper_by_variant(monkeypatch, backend, sparsity, layout, expected):
+    """The variants that run the Hopper family under "auto", at any row count (the
+    portable kernels' window for dense fp8 at 17-31 rows went to the narrow 32-row tile)."""
     from mla_cupy import compiler
     monkeypatch.setattr(compiler, "device_arch", lambda device_id: "sm_90a")
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
     key = DecodeKey(sparsity=sparsity, layout=layout)
-    assert compiler.runs_hopper(key, 0, backend, group_rows) is expected
+    assert compiler.runs_hopper(key, 0, backend) is expected
 
 
 
@@ -480,7 +477,10 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 16, "narrow"),   # records: 16 rows or fewer
     (None, dict(HOPPER_DENSE, layout="fp8", d_qk=512), 3, 16, "narrow"),
-    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 17, "ring"),     # (the 32-row tile not measured on records)
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 64, 17, "narrow"),   # the 32-row tile: h24 352 vs ring 373 us
+    (None, dict(HOPPER_DENSE, layout="fp8"), 64, 32, "narrow"),          # h32 306 vs ring 348 us
+    (None, dict(HOPPER_DENSE, layout="fp8_ds_mla"), 3, 32, "narrow"),    # records: any page size
+    (None, dict(HOPPER_DENSE, layout="fp8"), 64, 33, "ring"),            # more rows than the narrow tiles
     ("ring", HOPPER_DENSE, 64, 16, "ring"),
     ("narrow", HOPPER_DENSE, 64, 32, "narrow"),                 # forced: the 32-row tile
     ("narrow", HOPPER_DENSE, 64, 33, "ring"),                   # forced, but 33 rows: the ring

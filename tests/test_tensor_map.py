@@ -202,24 +202,27 @@ def test_batch_invariant_schedule_ignores_q_max_seq_len(monkeypatch, batch_invar
         assert launches[-2].kernel_name.endswith(want)   # "_hopper_seesaw" does not end with "_hopper"
 
 
-@pytest.mark.parametrize("num_heads, q_max, batch_invariant, backend, want_hopper", [
-    (16, 1, False, None, True),      # 16 rows: the narrow Hopper kernel (compiler.hopper_rows)
-    (24, 1, False, None, False),     # 17-31 rows: the portable kernels (faster than the ring on the H200)
-    (16, 2, False, None, True),      # two tokens' 16 heads: a 32-row group
-    (24, 4, True, None, False),      # batch_invariant: one token's rows decide, whatever the batch
-    (32, 1, True, None, True),
-    (128, 1, False, None, True),
-    (16, 1, False, "hopper", True),  # a forced family is taken as asked
+@pytest.mark.parametrize("num_heads, q_max, batch_invariant, backend, want", [
+    (16, 1, False, None, "_hopper_narrow"),     # 16 rows: the narrow Hopper kernel
+    (24, 1, False, None, "_hopper_narrow"),     # 17-32 rows: its 32-row tile (h24 310 us, portable 625)
+    (16, 2, False, None, "_hopper_narrow"),     # two tokens' 16 heads: a 32-row group
+    (24, 4, True, None, "_hopper_narrow"),      # batch_invariant: one token's rows decide, whatever the batch
+    (32, 1, True, None, "_hopper_narrow"),
+    (128, 1, False, None, "_hopper"),           # the ring
+    (24, 1, False, "portable", ""),             # a forced family is taken as asked
+    (16, 1, False, "hopper", "_hopper_narrow"),
 ])
-def test_dense_fp8_family_by_rows(monkeypatch, num_heads, q_max, batch_invariant, backend, want_hopper):
-    """Dense fp8 rows with bf16 queries run the Hopper kernels (a producer
-    dequantises them) in row groups of 16 or fewer (narrow) and of 32 or more (the
-    ring), the portable ones between."""
+def test_dense_fp8_family_by_rows(monkeypatch, num_heads, q_max, batch_invariant, backend, want):
+    """Dense fp8 rows with bf16 queries run the Hopper kernels at every row count (a
+    producer dequantises them): the narrow kernel up to 32 rows, the ring above; the
+    portable kernels only when asked for."""
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     sa = ScalarArgs(F((3,), np.int64), B, q_max, 2, batch_invariant=batch_invariant,
                     split_len=1024 if batch_invariant else 0)
     with stub_device() as launches:
         _call(launches, 64, blocks=F((5, 2, 64, 576), np.uint8), num_heads=num_heads, scalar_args=sa,
               batch_invariant=batch_invariant, backend=backend)
         name = launches[-2].kernel_name
-        assert name.startswith("mla_decode_fp8_causal_dense") and ("_hopper" in name) is want_hopper, name
+        assert name.startswith("mla_decode_fp8_causal_dense"), name
+        assert (name.endswith(want) if want else "_hopper" not in name), name
