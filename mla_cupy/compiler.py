@@ -239,10 +239,12 @@ def device_arch(device_id: int) -> str:
 def runs_hopper(key: DecodeKey, device_id: int, backend=None) -> bool:
     """Whether a call of ``key``'s variant on ``device_id`` runs the Hopper (wgmma)
     family: backend auto or hopper (None reads MLA_CUPY_BACKEND), an sm_90
-    device and a variant the family covers, at any row count (the portable kernels
-    lost their last window, dense `fp8` at 17-31 rows, to the narrow 32-row tile:
-    b128 h24 s8192 625 -> 310 us on the H200, NARROW_AUTO_RECORD_ROWS).  The one
-    rule for the dispatcher's choice and for the split pack_scalar_args plans."""
+    device and a variant the family covers, at any row count.  The one rule for the
+    dispatcher's choice and for the split pack_scalar_args plans.
+    (H200, b128: small row groups measured faster on Hopper for every variant: dense
+    fp8_ds_mla h8 449.9 vs portable 506.1 us, sparse top-2048 bf16 h4 97.5 vs 129.2 and
+    fp8_ds_mla h4 113.3 vs 158.0 at 0c73aee; the last portable window, dense `fp8` at
+    17-31 rows, went to the narrow 32-row tile in session 27: h24 s8192 625 -> 310 us.)"""
     chosen = resolve_backend(backend)
     if chosen == "portable" or not hopper_supports(dataclasses.replace(key, tile_rows=64)):
         return False
@@ -273,7 +275,6 @@ SEESAW_MIN_ROWS = 65
 # Sparse records run the ring (its producer was faster: 108 vs 128 us at h16).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 32
-NARROW_AUTO_RECORD_ROWS = 32
 # The pair schedule's row groups: whole pairs of 64-row tiles (its clusters of two
 # CTAs hold one token's slots).
 PAIR_ROWS = 128
@@ -301,8 +302,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
     narrow schedule for dense bf16/fp16 caches whose pages TMA can load
-    (tensor_map.box_rows) in row groups of NARROW_AUTO_ROWS or fewer and for dense
-    fp8 records (any page size) in row groups of NARROW_AUTO_RECORD_ROWS or fewer,
+    (tensor_map.box_rows) and for dense fp8 records (any page size), both in row groups
+    of NARROW_AUTO_ROWS or fewer,
     and the seesaw for row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced
@@ -322,8 +323,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        auto_rows = NARROW_AUTO_RECORD_ROWS if byte_records else NARROW_AUTO_ROWS
-        if narrow and key.sparsity is Sparsity.DENSE and group_rows <= auto_rows:
+        if narrow and key.sparsity is Sparsity.DENSE and group_rows <= NARROW_AUTO_ROWS:
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)
