@@ -172,15 +172,15 @@ def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
         reads, stores = _producer_bank_columns(key.row_bytes, lat_pieces, skew)
         assert all(len(set(r)) == 8 for r in reads), key.name
         assert all(len(set(s)) == 8 for s in stores), key.name
-        assert f"constexpr int SKEW = {skew};" in render(key), key.name
+        src = render(key)
+        assert f"constexpr int SKEW = {skew};" in src and "skewed_piece<SKEW>(" in src, key.name
+        assert "return SKEW == 0 ? i : (i & ~7) | ((i + SKEW * key) & 7);" in src, key.name
         unskewed, _ = _producer_bank_columns(key.row_bytes, lat_pieces, 0)
         assert (skew == 0) == all(len(set(r)) == 8 for r in unskewed), key.name
         if key.layout.value == "fp8" and key.d_qk == 576:
             # the e4m3 rope (four 16-byte pieces after the 512 latent bytes), read by key n
             # from piece (own + n) % 4: two keys a column at most, stores in eight columns
-            assert ("constexpr bool ROPE_SKEWED = ROPE_E4M3 && SKEW != 0 && D_ROPE == 64;"
-                    if key.schedule.value == "narrow" else
-                    "const int rope_e4m3 = SKEW == 0 ? ld_sub : (ld_sub + ld_n) & 3;") in render(key), key.name
+            assert "return SKEW == 0 ? own : (own + key) & 3;" in render(key), key.name
             for own in range(4):
                 pieces = [(own + n) & 3 for n in range(8)]
                 assert len({(n * key.row_bytes // 16 + 32 + q) % 8 for n, q in enumerate(pieces)}) == 4
