@@ -10,6 +10,9 @@ settings.register_profile("default", deadline=None, max_examples=25,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("gpu", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# A soak of the property tests (a failure seen once in a run of the "gpu" profile).
+settings.register_profile("gpu_long", deadline=None, max_examples=600,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -68,6 +68,7 @@ gpu_files() {
     PYTHONPATH=.:tests:${PYTHONPATH:-} timeout "${GPU_FILE_TIMEOUT:-60}" python3 -m pytest -m gpu -q \
       -p no:cacheprovider --maxfail=3 tests/test_gpu_$f.py > /tmp/t_$f.log 2>&1
     echo "[$f exit $?]" >> /tmp/t_$f.log; say "$label $f: $(tail -2 /tmp/t_$f.log | tr '\n' ' ')"
+    cp /tmp/t_$f.log "$OUT/gpu_${label}_$f.log"
   done
 }
 # tools/memcheck_sparse.py under compute-sanitizer memcheck in the current directory's tree,
