@@ -232,11 +232,24 @@ def hopper_mma_type(key: DecodeKey) -> str:
     """The Hopper kernels' wgmma operand type: the cache's for 16-bit caches, fp16 for
     `fp8` rows in the narrow schedule (e4m3 -> fp16 is one conversion per two values and
     exact, to bf16 four: fp8 h16 383 -> 357 us on the H200; docs/spec.md section 3,
-    Precision), bf16 otherwise (bf16 queries as they are; `fp8_ds_mla`'s group scales
-    applied as its records are decoded)."""
-    if key.layout is Layout.FP16 or (key.layout is Layout.FP8 and key.schedule is Schedule.NARROW):
+    Precision) and for `fp8_ds_mla` records where the math applies their group scales
+    (narrow_math_scales), bf16 otherwise (bf16 queries as they are; `fp8_ds_mla`'s group
+    scales applied as its records are decoded)."""
+    if (key.layout is Layout.FP16 or (key.layout is Layout.FP8 and key.schedule is Schedule.NARROW)
+            or narrow_math_scales(key)):
         return "f16"
     return "bf16"
+
+
+def narrow_math_scales(key: DecodeKey) -> bool:
+    """Whether a narrow kernel's math warpgroup applies `fp8_ds_mla`'s group scales (to each
+    group's partial scores and to one P^T copy a group) so that its producer decodes e4m3
+    to fp16 unscaled, one conversion per two values as for `fp8` rows, instead of six
+    instructions a pair (e4m3 -> f32, times the scale, -> bf16).  16 rows only: the
+    group's partial scores take 4 x 8 more accumulator registers a thread; at 32 rows
+    4 x 16 would spill beside O^T's 128."""
+    return (key.backend is Backend.HOPPER and key.schedule is Schedule.NARROW
+            and key.layout is Layout.FP8_DS_MLA and key.tile_rows == 16)
 
 
 def narrow_consumers(key: DecodeKey) -> int:
@@ -282,9 +295,12 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
     keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # int2 a key
-    return (key.d_qk * 2 * rows + rows * 2 * block_n
+    # narrow_math_scales: a P^T a scale group, and each key's group scales (float32)
+    pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
+    key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) else 0
+    return (key.d_qk * 2 * rows + pt_copies * rows * 2 * block_n
             + (block_n * key.row_bytes + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
-            + 4 * rows * 4 + keytok + (0 if raw else NARROW_WALK_BYTES) + 1024)
+            + 4 * rows * 4 + keytok + key_scales + (0 if raw else NARROW_WALK_BYTES) + 1024)
 
 
 @functools.lru_cache(maxsize=1)
@@ -350,7 +366,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
         max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
-        tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key))
+        tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key))
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

@@ -192,17 +192,22 @@ def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
 
 @pytest.mark.parametrize("key", HOPPER_KEYS, ids=lambda k: k.name)
 def test_every_hopper_wgmma_takes_the_operand_type_its_records_decode_to(key):
-    """fp16 MMAs for fp16 caches and for `fp8` rows in the narrow schedule (e4m3 ->
-    fp16 is exact and one conversion per two values; its bf16 queries go to fp16 in
-    shared memory), bf16 for everything else (docs/spec.md section 3, Precision)."""
+    """fp16 MMAs for fp16 caches, for `fp8` rows in the narrow schedule (e4m3 -> fp16 is
+    exact and one conversion per two values; its bf16 queries go to fp16 in shared
+    memory) and for `fp8_ds_mla` records in the 16-row narrow kernel (whose math applies
+    the group scales), bf16 for everything else (docs/spec.md section 3, Precision)."""
     from mla_cupy.render import hopper_mma_type
-    f16 = key.layout.value == "fp16" or (key.layout.value == "fp8" and key.schedule.value == "narrow")
+    narrow = key.schedule.value == "narrow"
+    f16 = (key.layout.value == "fp16" or (key.layout.value == "fp8" and narrow)
+           or (key.layout.value == "fp8_ds_mla" and narrow and key.tile_rows == 16))
     assert hopper_mma_type(key) == ("f16" if f16 else "bf16")
     src = render(key)
     wgmmas = [line for line in src.splitlines() if "wgmma.mma_async" in line]
     assert wgmmas and all(".f32.f16.f16" in w if f16 else ".f32.bf16.bf16" in w for w in wgmmas), key.name
     if key.schedule.value == "narrow" and key.layout.value in ("fp8", "fp8_ds_mla"):
         assert ("constexpr bool MMA_F16 = true;" in src) == f16
+        math_scales = key.layout.value == "fp8_ds_mla" and f16
+        assert ("constexpr bool MATH_SCALES = true;" in src) == math_scales, key.name
 
 
 @pytest.mark.parametrize("pair,per_warp", [(None, False), (3, False), (3, True)],
