@@ -272,9 +272,21 @@ SEESAW_MIN_ROWS = 65
 #   32 (session 27, d29a4fb, b128 s8192, auto -> narrow, each checked against the
 #   reference first): fp8 h24 625.2 (portable) -> 309.9, h32 347.8 (ring) -> 305.8;
 #   fp8_ds_mla h24 372.6 (ring) -> 351.8, h32 372.0 -> 345.8.
-# Sparse records run the ring (its producer was faster: 108 vs 128 us at h16).
+# Sparse fp8_ds_mla records in row groups of 16 or fewer run it too, since its math applies
+# their group scales (render.narrow_math_scales; session 28, 848fc3c, b128 s_q1 h16
+# top-2048: ring 105.2 / 105.4 -> narrow 101.0 / 101.2 us).  Other sparse records run the
+# ring (its producer was faster: 108 vs 128 us at h16, session 12).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 32
+NARROW_AUTO_SPARSE_ROWS = 16
+
+
+def narrow_auto_rows(key: DecodeKey) -> int:
+    """The row groups ``auto`` gives the narrow schedule, at most: NARROW_AUTO_ROWS for dense
+    calls, NARROW_AUTO_SPARSE_ROWS for sparse fp8_ds_mla, none (0) for other sparse calls."""
+    if key.sparsity is Sparsity.DENSE:
+        return NARROW_AUTO_ROWS
+    return NARROW_AUTO_SPARSE_ROWS if key.layout is Layout.FP8_DS_MLA else 0
 # The pair schedule's row groups: whole pairs of 64-row tiles (its clusters of two
 # CTAs hold one token's slots).
 PAIR_ROWS = 128
@@ -303,7 +315,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
     narrow schedule for dense bf16/fp16 caches whose pages TMA can load
     (tensor_map.box_rows) and for dense fp8 records (any page size), both in row groups
-    of NARROW_AUTO_ROWS or fewer,
+    of NARROW_AUTO_ROWS or fewer, and for sparse fp8_ds_mla in row groups of
+    NARROW_AUTO_SPARSE_ROWS or fewer (narrow_auto_rows),
     and the seesaw for row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced
@@ -323,7 +336,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        if narrow and key.sparsity is Sparsity.DENSE and group_rows <= NARROW_AUTO_ROWS:
+        if narrow and group_rows <= narrow_auto_rows(key):
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)
