@@ -17,6 +17,12 @@ C="sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b32_sq1_h16 sparse_ds_mla_b2_sq1_h16
 for r in 1 2; do
   echo "== auto ($r)" >> "$L"; PYTHONPATH=. BENCH_TIMEOUT=90 bench
   echo "== ring ($r)" >> "$L"; MLA_CUPY_HOPPER_SCHEDULE=ring PYTHONPATH=. BENCH_TIMEOUT=90 bench
+  for m in narrow ring; do   # sparse `fp8` rows at h16: auto keeps the ring (not measured since session 12)
+    echo "== sparse fp8 h16 $m ($r)" >> "$L"
+    MLA_CUPY_HOPPER_SCHEDULE=$m PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size 128 --num-heads 16 \
+      --q-len 1 --cache-len 32768 --layout fp8 --mask null --sparse-topk 2048 --sink --repeats 20 --check-seqs 2 2>&1 \
+      | grep -v "^#" | cut -c1-100 >> "$L"
+  done
   say "round $r"
 done
 cat "$L"
