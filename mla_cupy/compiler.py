@@ -273,9 +273,12 @@ SEESAW_MIN_ROWS = 65
 #   reference first): fp8 h24 625.2 (portable) -> 309.9, h32 347.8 (ring) -> 305.8;
 #   fp8_ds_mla h24 372.6 (ring) -> 351.8, h32 372.0 -> 345.8.
 # Sparse fp8_ds_mla records in row groups of 16 or fewer run it too, since its math applies
-# their group scales (render.narrow_math_scales; session 28, 848fc3c, b128 s_q1 h16
-# top-2048: ring 105.2 / 105.4 -> narrow 101.0 / 101.2 us).  Other sparse records run the
-# ring (its producer was faster: 108 vs 128 us at h16, session 12).
+# their group scales (render.narrow_math_scales; session 28 call 5, s_q1 top-2048 unless
+# said, ring -> narrow in one run, us: b128 h16 104.3 -> 101.4, b128 h16 top-4096 195.4 ->
+# 183.2, b128 h8 107.6 -> 101.1, b2 h16 17.5 -> 17.4; b32 h16 (4 splits) 38.3 -> 41.2, the
+# one loss).  Other sparse records run the ring (its producer was faster: 108 vs 128 us at
+# h16, session 12; sparse `fp8` b128 h16 narrow 97.0 vs ring 101.1 since, not routed: one
+# shape measured).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 32
 NARROW_AUTO_SPARSE_ROWS = 16
