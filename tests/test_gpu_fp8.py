@@ -7,8 +7,10 @@ record).  The reference dequantises exactly as docs/spec.md §4 says; the portab
 kernels dequantise to fp16 in shared memory (exact for e4m3 and, within fp16's
 range, bf16 rope values), apply per-token and per-group scales in fp32 on the
 scores and on P, and write bf16; on sm_90, ``fp8`` and ``fp8_ds_mla`` with bf16
-queries run the Hopper kernels, which dequantise to bf16 (exact for e4m3) and
-round P to bf16.  The tolerance is bf16's for the data's largest |V|, as for
+queries run the Hopper kernels: the ring dequantises to bf16 (exact for e4m3; the
+group scales rounded in) and rounds P to bf16, the narrow kernel decodes ``fp8`` rows
+and, at 16 rows, ``fp8_ds_mla`` records as the portable kernels do (docs/spec.md
+sections 3 and 4).  The tolerance is bf16's for the data's largest |V|, as for
 every layout (tolerance_for).
 """
 from __future__ import annotations
