@@ -419,3 +419,27 @@ def test_driver_binding_of_the_programmatic_launch(monkeypatch):
     f.status = 700
     with pytest.raises(RuntimeError, match="cuLaunchKernelEx failed with CUresult 700"):
         launch.launch(0xabc)
+
+
+@pytest.mark.parametrize("num_heads", [16, 32])
+@pytest.mark.parametrize("q_scaled", [False, True], ids=["no_q_scale", "q_scale"])
+def test_a_query_scale_keeps_fp8_calls_off_the_narrow_kernel(num_heads, q_scaled):
+    """`fp8` rows with bf16 queries and a per-token sigma_Q (q_scale_ptr): the narrow
+    kernel does not read q_scale, so such a call runs the ring, which applies it to the
+    scores (docs/spec.md section 4); without one, 16 and 32 rows run the narrow kernel."""
+    kv = PagedKVCollection(F((12, PAGE, 576), np.uint8), F((B, 5), np.int32), F((B,), np.int32),
+                           PAGE, max_cache_length=300)
+    args = dense_args(kv_collection=kv, q=F((T, num_heads, 576), "bfloat16"),
+                      output=F((T, num_heads, 512), "bfloat16"),
+                      scalar_args_buf=ScalarArgs(F((3,), np.int64), B, 1, 1))
+    if q_scaled:
+        args["q_scale_ptr"] = F((T,), np.float32)
+    with stub_device() as launches:
+        run_entry(args)
+        plan = plan_decode(**args)
+    names = [launch.kernel_name for launch in launches] + [plan.variant]
+    assert names and all(n.startswith("mla_decode_fp8_") for n in names), names
+    if q_scaled:
+        assert all(n.endswith("_hopper") for n in names), names
+    else:
+        assert all(n.endswith(f"_m{num_heads}_hopper_narrow") for n in names), names
