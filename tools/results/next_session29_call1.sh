@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prepared in session 28 for session 29's first call (not run).  Device, repository root:
+#   OUT=$OUT bash tools/results/next_session29_call1.sh
+# 1. HEAD's GPU test files: session 28's last commits (the q_scale routing guard, 1c…: an
+#    `fp8` call with q_scale_ptr and bf16 queries runs the ring; test_fp8_bf16_queries_with_q_scale
+#    now also at 16 and 32 heads) did not run on the GPU.
+# 2. qs = next_narrow_q_scale.patch: the narrow kernel applies sigma_Q (q_scale) to each row's
+#    scores, as the ring does, and the guard goes (fp8 calls with q_scale_ptr at <= 32 rows back
+#    on the narrow kernel).  Checked (hopper_check narrow, fp8 / sparse / dense files, memcheck),
+#    then timed beside HEAD: predicted fp8 h16 unchanged (+-1%: one FMUL by a register instead
+#    of a constant), ds_mla h16 identical SASS.  Land it if the checks pass and fp8 h16 is within 1%.
+# 3. Sparse h16 splits (NOTES session 28, next 1): the narrow kernel at b32 h16 lost to the
+#    ring (41 vs 38 us at P=4): P 1, 2, 4, 8 on each schedule.
+set -u
+export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+L=$OUT/log.txt; : > "$L"; T0=$SECONDS
+. tools/results/device_steps.sh
+(PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm0.txt 2>&1); say "warm HEAD: $(head -1 /tmp/warm0.txt)"
+GPU_FILE_TIMEOUT=60 gpu_files HEAD fp8
+GPU_FILE_TIMEOUT=150 checked_patch /tmp/qs next_narrow_q_scale.patch qs narrow fp8 sparse dense
+C="fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192"
+for r in 1 2; do
+  for t in . /tmp/qs; do echo "== $t ($r)" >> "$L"; (cd $t && PYTHONPATH=. BENCH_TIMEOUT=60 bench); done
+  say "round $r"
+done
+for m in narrow ring; do
+  echo "== split sweep, $m" >> "$L"
+  MLA_CUPY_HOPPER_SCHEDULE=$m PYTHONPATH=. timeout 90 python3 tools/split_sweep.py \
+    sparse_ds_mla_b32_sq1_h16:1,2,4,8 sparse_ds_mla_b64_sq1_h16:1,2,4 2>&1 | grep -v "^#" | cut -c1-120 >> "$L"
+done
+say "sweeps"
+cat "$L"
