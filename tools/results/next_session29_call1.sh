@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepared in session 28 for session 29's first call (not run).  Device, repository root:
 #   OUT=$OUT bash tools/results/next_session29_call1.sh
-# 1. HEAD's GPU test files: session 28's last commits (the q_scale routing guard, 1c…: an
+# 1. HEAD's GPU test files: session 28's last commits (the q_scale routing guard, 274d588: an
 #    `fp8` call with q_scale_ptr and bf16 queries runs the ring; test_fp8_bf16_queries_with_q_scale
 #    now also at 16 and 32 heads) did not run on the GPU.
 # 2. qs = next_narrow_q_scale.patch: the narrow kernel applies sigma_Q (q_scale) to each row's
