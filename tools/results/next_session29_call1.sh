@@ -15,8 +15,7 @@
 #    O^T(j - 1) still retires before S^T(j + 1) is issued (both in flight made ptxas
 #    serialise every wgmma).  Other kernels' SASS identical.  Predicted: fp8 h16 257 ->
 #    243-252; sparse fp8 h16 (forced narrow) 97 -> 93-96; ds_mla unchanged.
-# 4. Sparse h16 splits (NOTES session 28, next 1): the narrow kernel at b32 h16 lost to the
-#    ring (41 vs 38 us at P=4): P 1, 2, 4, 8 on each schedule.
+# (~500 s; the sparse h16 split sweeps are next_session29_call2.sh)
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
@@ -38,10 +37,4 @@ for r in 1 2; do
 done
 echo "== pl sides apart" >> "$L"
 (cd /tmp/pl && PYTHONPATH=.:tests timeout 60 python3 tools/producer_ceiling.py fp8_b128_h16_s8192 --keep-mma --ablate idle,nomath >> "$L" 2>&1)
-for m in narrow ring; do
-  echo "== split sweep, $m" >> "$L"
-  MLA_CUPY_HOPPER_SCHEDULE=$m PYTHONPATH=. timeout 90 python3 tools/split_sweep.py \
-    sparse_ds_mla_b32_sq1_h16:1,2,4,8 sparse_ds_mla_b64_sq1_h16:1,2,4 2>&1 | grep -v "^#" | cut -c1-120 >> "$L"
-done
-say "sweeps"
 cat "$L"
