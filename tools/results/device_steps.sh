@@ -111,3 +111,20 @@ checked_patch() {
   (cd "$dir" && gpu_files "$label" "$@" && memcheck_sparse "$label")
   return $rc
 }
+# A call's start: the log $OUT/log.txt emptied, T0 set, HEAD's kernel cache warmed (the
+# lines every script from session 16 on began with).  Source this file, then call it.
+# (session 28 on)
+begin_call() {
+  L=$OUT/log.txt; : > "$L"; T0=$SECONDS
+  (PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm0.txt 2>&1)
+  say "warm HEAD: $(head -1 /tmp/warm0.txt)"
+}
+# ROUNDS (default 2) rounds of C over each tree given (the repository root as `.`, patched
+# copies by directory), labelled by directory and round.  (session 28 on)
+bench_trees() {
+  local r t
+  for r in $(seq "${ROUNDS:-2}"); do
+    for t in "$@"; do echo "== $t ($r)" >> "$L"; (cd "$t" && PYTHONPATH=. bench); done
+    say "round $r"
+  done
+}

@@ -18,23 +18,15 @@
 # (~500 s; the sparse h16 split sweeps are next_session29_call2.sh)
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
-L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 . tools/results/device_steps.sh
-(PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm0.txt 2>&1); say "warm HEAD: $(head -1 /tmp/warm0.txt)"
+begin_call
 GPU_FILE_TIMEOUT=60 gpu_files HEAD fp8
 GPU_FILE_TIMEOUT=150 checked_patch /tmp/qs next_narrow_q_scale.patch qs narrow fp8 sparse dense
 GPU_FILE_TIMEOUT=60 checked_patch /tmp/pl next_narrow_pipelined.patch pl narrow fp8 sparse
-C="fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192"
-for r in 1 2; do
-  for t in . /tmp/qs /tmp/pl; do echo "== $t ($r)" >> "$L"; (cd $t && PYTHONPATH=. BENCH_TIMEOUT=60 bench); done
-  for t in . /tmp/pl; do
-    echo "== $t sparse fp8 h16 narrow ($r)" >> "$L"
-    (cd $t && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size 128 \
-      --num-heads 16 --q-len 1 --cache-len 32768 --layout fp8 --mask null --sparse-topk 2048 --sink --repeats 20 \
-      --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-100 >> "$L")
-  done
-  say "round $r"
-done
+C="fp8_b128_h16_s8192 fp8_ds_mla_b128_h16_s8192" BENCH_TIMEOUT=60 bench_trees . /tmp/qs /tmp/pl
+# sparse `fp8` rows at h16 on the narrow kernel (a custom shape: bench's flags as C)
+C="--batch-size 128 --num-heads 16 --q-len 1 --cache-len 32768 --layout fp8 --mask null --sparse-topk 2048 --sink" \
+  MLA_CUPY_HOPPER_SCHEDULE=narrow BENCH_TIMEOUT=60 bench_trees . /tmp/pl
 echo "== pl sides apart" >> "$L"
 (cd /tmp/pl && PYTHONPATH=.:tests timeout 60 python3 tools/producer_ceiling.py fp8_b128_h16_s8192 --keep-mma --ablate idle,nomath >> "$L" 2>&1)
 cat "$L"

@@ -5,9 +5,8 @@
 # (41 vs 38 us at P=4, session 28 call 5): P 1, 2, 4, 8 on each schedule, b32 and b64.
 set -u
 export PYTHONUNBUFFERED=1
-L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 . tools/results/device_steps.sh
-(PYTHONPATH=. timeout 120 python3 tools/warm_kernel_cache.py > /tmp/warm0.txt 2>&1); say "warm HEAD: $(head -1 /tmp/warm0.txt)"
+begin_call
 for m in narrow ring; do
   echo "== split sweep, $m" >> "$L"
   MLA_CUPY_HOPPER_SCHEDULE=$m PYTHONPATH=. timeout 90 python3 tools/split_sweep.py \
