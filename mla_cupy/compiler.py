@@ -313,15 +313,13 @@ def takes_pair(key: DecodeKey, group_rows: int) -> bool:
             and pair_supports(dataclasses.replace(key, backend=Backend.HOPPER)) and group_rows % PAIR_ROWS == 0)
 
 
-def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int, q_scaled: bool = False) -> Schedule:
+def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
     narrow schedule for dense bf16/fp16 caches whose pages TMA can load
     (tensor_map.box_rows) and for dense fp8 records (any page size), both in row groups
     of NARROW_AUTO_ROWS or fewer, and for sparse fp8_ds_mla in row groups of
-    NARROW_AUTO_SPARSE_ROWS or fewer (narrow_auto_rows), unless the call brings a
-    per-token σ_Q with bf16 queries (``q_scaled``: ``q_scale_ptr`` on an `fp8` cache),
-    which only the ring applies (the narrow kernel does not read q_scale yet),
+    NARROW_AUTO_SPARSE_ROWS or fewer (narrow_auto_rows),
     and the seesaw for row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced
@@ -338,7 +336,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int, q_sc
         return Schedule.PAIR
     possible = seesaw_supports(key)
     byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # the producer copies them: any page size
-    narrow = (narrow_supports(key) and not q_scaled and (byte_records or box_rows(page_size) > 0)
+    narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
         if narrow and group_rows <= narrow_auto_rows(key):
@@ -350,11 +348,10 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int, q_sc
     return Schedule.SEESAW if chosen == "seesaw" and possible else Schedule.RING
 
 
-def hopper_key(key: DecodeKey, page_size: int, group_rows: int, q_scaled: bool = False) -> DecodeKey:
+def hopper_key(key: DecodeKey, page_size: int, group_rows: int) -> DecodeKey:
     """``key`` on the Hopper family with the schedule choose_hopper_schedule picks
     and that schedule's rows a CTA."""
-    schedule = choose_hopper_schedule(dataclasses.replace(key, backend=Backend.HOPPER), page_size, group_rows,
-                                      q_scaled)
+    schedule = choose_hopper_schedule(dataclasses.replace(key, backend=Backend.HOPPER), page_size, group_rows)
     return dataclasses.replace(key, backend=Backend.HOPPER, schedule=schedule,
                                tile_rows=schedule_tile_rows(schedule, group_rows))
 

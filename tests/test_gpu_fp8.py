@@ -94,9 +94,8 @@ def test_extremes_and_scales_not_powers_of_two(compiled_kernels, rng, layout):
 def test_fp8_bf16_queries_with_q_scale(compiled_kernels, rng, monkeypatch, backend, sparse):
     """``fp8`` rows with bf16 queries and a per-token sigma_Q (q_scale_ptr multiplies
     the queries whatever their dtype, docs/spec.md section 4), on each kernel family:
-    64 and 128 heads, and 16 and 32 (row groups the narrow kernel takes without a
-    sigma_Q: with one they run the ring, which applies it), D_qk 576 and 512, masked
-    rows, several splits."""
+    64 and 128 heads, and 16 and 32 (the narrow kernel's row groups), D_qk 576 and
+    512, masked rows, several splits."""
     monkeypatch.setenv("MLA_CUPY_BACKEND", backend)
     for num_heads, d_qk in ((128, 576), (64, 512), (16, 576), (32, 512)):
         if sparse and d_qk == 512:

@@ -423,10 +423,10 @@ def test_driver_binding_of_the_programmatic_launch(monkeypatch):
 
 @pytest.mark.parametrize("num_heads", [16, 32])
 @pytest.mark.parametrize("q_scaled", [False, True], ids=["no_q_scale", "q_scale"])
-def test_a_query_scale_keeps_fp8_calls_off_the_narrow_kernel(num_heads, q_scaled):
-    """`fp8` rows with bf16 queries and a per-token sigma_Q (q_scale_ptr): the narrow
-    kernel does not read q_scale, so such a call runs the ring, which applies it to the
-    scores (docs/spec.md section 4); without one, 16 and 32 rows run the narrow kernel."""
+def test_fp8_calls_of_32_rows_run_the_narrow_kernel_with_or_without_a_query_scale(num_heads, q_scaled):
+    """`fp8` rows with bf16 queries, with or without a per-token sigma_Q (q_scale_ptr,
+    which the narrow kernel applies to the row's scores as the ring does): 16 and 32
+    rows run the narrow kernel, and the launch passes q_scale's address."""
     kv = PagedKVCollection(F((12, PAGE, 576), np.uint8), F((B, 5), np.int32), F((B,), np.int32),
                            PAGE, max_cache_length=300)
     args = dense_args(kv_collection=kv, q=F((T, num_heads, 576), "bfloat16"),
@@ -439,7 +439,5 @@ def test_a_query_scale_keeps_fp8_calls_off_the_narrow_kernel(num_heads, q_scaled
         plan = plan_decode(**args)
     names = [launch.kernel_name for launch in launches] + [plan.variant]
     assert names and all(n.startswith("mla_decode_fp8_") for n in names), names
-    if q_scaled:
-        assert all(n.endswith("_hopper") for n in names), names
-    else:
-        assert all(n.endswith(f"_m{num_heads}_hopper_narrow") for n in names), names
+    assert all(n.endswith(f"_m{num_heads}_hopper_narrow") for n in names), names
+    check_addresses(launches[0], abi.DECODE, dict(q_scale=args["q_scale_ptr"].address if q_scaled else 0))

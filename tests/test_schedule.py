@@ -639,19 +639,3 @@ def test_takes_pair_is_the_dispatchers_rule_and_the_splits(monkeypatch, env, lay
     hopper = DecodeKey(layout=Layout(layout), sparsity=Sparsity.SPARSE, fold=fold, backend=Backend.HOPPER)
     assert (compiler.choose_hopper_schedule(hopper, 64, group_rows).value == "pair") is expected
 
-
-@pytest.mark.parametrize("env", [None, "narrow"])
-@pytest.mark.parametrize("sparsity, rows", [("dense", 16), ("dense", 32), ("sparse", 16)])
-def test_a_query_scale_takes_the_ring(monkeypatch, env, sparsity, rows):
-    """q_scale_ptr with bf16 queries on an `fp8` cache: the ring, auto or forced narrow
-    (the narrow kernel does not apply sigma_Q)."""
-    from mla_cupy import compiler
-    if env is None:
-        monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    else:
-        monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", env)
-    key = DecodeKey(**dict(HOPPER_DENSE, layout="fp8", sparsity=sparsity,
-                           mask="null" if sparsity == "sparse" else "causal"))
-    assert compiler.choose_hopper_schedule(key, 64, rows, q_scaled=True).value == "ring"
-    if env == "narrow" or sparsity == "dense":
-        assert compiler.choose_hopper_schedule(key, 64, rows).value == "narrow"
