@@ -276,20 +276,34 @@ SEESAW_MIN_ROWS = 65
 # their group scales (render.narrow_math_scales; session 28 call 5, s_q1 top-2048 unless
 # said, ring -> narrow in one run, us: b128 h16 104.3 -> 101.4, b128 h16 top-4096 195.4 ->
 # 183.2, b128 h8 107.6 -> 101.1, b2 h16 17.5 -> 17.4; b32 h16 (4 splits) 38.3 -> 41.2, the
-# one loss).  Other sparse records run the ring (its producer was faster: 108 vs 128 us at
-# h16, session 12; sparse `fp8` b128 h16 narrow 97.0 vs ring 101.1 since, not routed: one
-# shape measured).
+# one loss).  Sparse `fp8` records too (b128 h16 narrow 96.6 vs ring 100.9, session 29
+# call 1 and 4).  Both only where a split holds NARROW_SPARSE_MIN_SPLIT_KEYS keys or more:
+# the narrow kernel's fixed cost a CTA is the larger (session 29 call 2, fp8_ds_mla h16
+# top-2048 split sweeps, narrow vs ring, us: b32 P=4 (512 keys a split) 40.8 vs 38.7, b64
+# P=2 (1024) 62.8 vs 61.5; b128 P=1 (2048) 101.4 vs 104.3 in call 5 of session 28).  With
+# the rule (call 4, auto / ring / narrow, us): fp8_ds_mla b32 38.3 / 38.1 / 40.7, b64
+# 60.9 / 60.8 / 62.8, b128 101.3 / 104.9 / 101.8; fp8 b32 36.9 / 37.2 / 38.6, b64
+# 59.4 / 58.7 / 60.4, b128 97.2 / 100.7 / 97.3.
+# Sparse bf16 rows run the ring (the narrow kernel reads 16-bit caches by TMA boxes only).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 32
 NARROW_AUTO_SPARSE_ROWS = 16
+NARROW_SPARSE_MIN_SPLIT_KEYS = 2048
 
 
-def narrow_auto_rows(key: DecodeKey) -> int:
+def narrow_auto_rows(key: DecodeKey, split_keys: int | None = None) -> int:
     """The row groups ``auto`` gives the narrow schedule, at most: NARROW_AUTO_ROWS for dense
-    calls, NARROW_AUTO_SPARSE_ROWS for sparse fp8_ds_mla, none (0) for other sparse calls."""
+    calls, NARROW_AUTO_SPARSE_ROWS for sparse fp8 records whose splits hold
+    NARROW_SPARSE_MIN_SPLIT_KEYS keys or more (``split_keys``: the most keys a split of
+    the call holds; None when no call is planned, as for the CLI's variant lists), none
+    (0) for other sparse calls."""
     if key.sparsity is Sparsity.DENSE:
         return NARROW_AUTO_ROWS
-    return NARROW_AUTO_SPARSE_ROWS if key.layout is Layout.FP8_DS_MLA else 0
+    if key.layout not in (Layout.FP8_DS_MLA, Layout.FP8):
+        return 0
+    if split_keys is not None and split_keys < NARROW_SPARSE_MIN_SPLIT_KEYS:
+        return 0
+    return NARROW_AUTO_SPARSE_ROWS
 # The pair schedule's row groups: whole pairs of 64-row tiles (its clusters of two
 # CTAs hold one token's slots).
 PAIR_ROWS = 128
@@ -313,13 +327,15 @@ def takes_pair(key: DecodeKey, group_rows: int) -> bool:
             and pair_supports(dataclasses.replace(key, backend=Backend.HOPPER)) and group_rows % PAIR_ROWS == 0)
 
 
-def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> Schedule:
+def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
+                           split_keys: int | None = None) -> Schedule:
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
     narrow schedule for dense bf16/fp16 caches whose pages TMA can load
     (tensor_map.box_rows) and for dense fp8 records (any page size), both in row groups
     of NARROW_AUTO_ROWS or fewer, and for sparse fp8_ds_mla in row groups of
-    NARROW_AUTO_SPARSE_ROWS or fewer (narrow_auto_rows),
+    NARROW_AUTO_SPARSE_ROWS or fewer when a split holds enough keys (``split_keys``,
+    narrow_auto_rows),
     and the seesaw for row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced
@@ -339,7 +355,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
               and group_rows <= NARROW_MAX_ROWS)
     if chosen == "auto":
-        if narrow and group_rows <= narrow_auto_rows(key):
+        if narrow and group_rows <= narrow_auto_rows(key, split_keys):
             return Schedule.NARROW
         return (Schedule.SEESAW if possible and box_rows(page_size) > 0 and group_rows >= SEESAW_MIN_ROWS
                 else Schedule.RING)
@@ -348,10 +364,11 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int) -> S
     return Schedule.SEESAW if chosen == "seesaw" and possible else Schedule.RING
 
 
-def hopper_key(key: DecodeKey, page_size: int, group_rows: int) -> DecodeKey:
+def hopper_key(key: DecodeKey, page_size: int, group_rows: int, split_keys: int | None = None) -> DecodeKey:
     """``key`` on the Hopper family with the schedule choose_hopper_schedule picks
     and that schedule's rows a CTA."""
-    schedule = choose_hopper_schedule(dataclasses.replace(key, backend=Backend.HOPPER), page_size, group_rows)
+    schedule = choose_hopper_schedule(dataclasses.replace(key, backend=Backend.HOPPER), page_size, group_rows,
+                                      split_keys)
     return dataclasses.replace(key, backend=Backend.HOPPER, schedule=schedule,
                                tile_rows=schedule_tile_rows(schedule, group_rows))
 

@@ -123,6 +123,16 @@ _ENTRY_SIGNATURE = inspect.signature(generic_flare_mla_decode_kv_cache_ragged)
 plan_decode.__signature__ = _ENTRY_SIGNATURE.replace(return_annotation=DecodePlan)
 
 
+def sparse_split_keys(sparse, num_partitions: int, split_len: int) -> int | None:
+    """The most keys a split of a sparse call holds (a token's index rows, its extra
+    stream's included, cut into num_partitions, or split_len each when that is fixed);
+    None for a dense call.  compiler.narrow_auto_rows reads it."""
+    if sparse is None:
+        return None
+    keys = sparse.indices_stride + (sparse.extra_indices_stride if sparse.extra_k is not None else 0)
+    return min(keys, split_len) if split_len > 0 else -(-keys // num_partitions)
+
+
 def _build_plan(
         owned_workspace: bool, q, input_row_offsets, kv_collection, layer_idx, scale, output,
         scalar_args_buf, *, mask_str, local_window_size, per_token_scale_rope_aware, sparse_mla,
@@ -227,7 +237,7 @@ def _build_plan(
     # so one token's heads decide it
     choice_rows = num_heads if batch_invariant else group_rows
     if runs_hopper(key, device_id, backend):
-        key = hopper_key(key, kv_collection.page_size, choice_rows)
+        key = hopper_key(key, kv_collection.page_size, choice_rows, sparse_split_keys(sparse, num_partitions, split_len))
     elif resolve_backend(backend) == "hopper":
         raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")

@@ -441,3 +441,24 @@ def test_fp8_calls_of_32_rows_run_the_narrow_kernel_with_or_without_a_query_scal
     assert names and all(n.startswith("mla_decode_fp8_") for n in names), names
     assert all(n.endswith(f"_m{num_heads}_hopper_narrow") for n in names), names
     check_addresses(launches[0], abi.DECODE, dict(q_scale=args["q_scale_ptr"].address if q_scaled else 0))
+
+
+@pytest.mark.parametrize("layout, row_bytes", [("fp8_ds_mla", 656), ("fp8", 576)])
+@pytest.mark.parametrize("topk, num_partitions, schedule", [
+    (2048, 1, "_hopper_narrow"), (4096, 2, "_hopper_narrow"), (2048, 2, "_hopper"), (2048, 4, "_hopper")])
+def test_sparse_calls_of_16_rows_take_the_narrow_kernel_on_long_splits(layout, row_bytes, topk, num_partitions,
+                                                                       schedule):
+    """Sparse fp8 records at 16 heads run the narrow kernel when a split holds
+    compiler.NARROW_SPARSE_MIN_SPLIT_KEYS keys or more (indices_stride / num_partitions),
+    the ring (no schedule suffix) on shorter splits."""
+    kv = PagedKVCollection(F((12, PAGE, row_bytes), np.uint8), F((B, 5), np.int32), F((B,), np.int32),
+                           PAGE, max_cache_length=300)
+    args = dense_args(num_partitions=num_partitions, kv_collection=kv, q=F((T, 16, 576), "bfloat16"),
+                      output=F((T, 16, 512), "bfloat16"), sparse_mla=True,
+                      d_indices=F((T, topk), np.int32), attn_sink_ptr=F((16,), np.float32))
+    with stub_device() as launches:
+        run_entry(args)
+        plan = plan_decode(**args)
+    names = [launch.kernel_name for launch in launches if launch.kernel_name.startswith("mla_decode")]
+    names.append(plan.variant)
+    assert all(n.startswith(f"mla_decode_{layout}_") and n.endswith(schedule) for n in names), names

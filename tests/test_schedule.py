@@ -495,7 +495,8 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", mask="null"), 1, 8, "narrow"),   # any page size
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse", fold=True), 64, 16, "narrow"),
     (None, dict(HOPPER_DENSE, layout="fp8_ds_mla", sparsity="sparse"), 64, 17, "ring"),   # the 32-row tile: no
-    (None, dict(HOPPER_DENSE, layout="fp8", sparsity="sparse"), 64, 16, "ring"),          # sparse fp8 rows: the ring
+    (None, dict(HOPPER_DENSE, layout="fp8", sparsity="sparse"), 64, 16, "narrow"),        # b128 h16: 96.6 vs ring 100.9 us
+    (None, dict(HOPPER_DENSE, layout="fp8", sparsity="sparse"), 64, 17, "ring"),
     (None, HOPPER_DENSE, 1, 128, "ring"),                       # TMA cannot load 1-row pages
     (None, HOPPER_DENSE, 24, 128, "ring"),
     (None, dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 128, "seesaw"),
@@ -525,6 +526,47 @@ def test_choose_hopper_schedule(monkeypatch, env, kw, page_size, group_rows, exp
         monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", env)
     got = compiler.choose_hopper_schedule(DecodeKey(**kw), page_size, group_rows)
     assert got.value == expected
+
+
+@pytest.mark.parametrize("layout", ["fp8_ds_mla", "fp8"])
+@pytest.mark.parametrize("split_keys, expected", [
+    (None, "narrow"),      # no call planned (the CLI's lists): the rows decide
+    (2048, "narrow"),      # b128 top-2048, one split: 101.4 vs ring 104.3 us
+    (4096, "narrow"),
+    (2047, "ring"),
+    (1024, "ring"),        # b64, two splits: narrow 62.8 vs ring 61.5 us
+    (512, "ring"),         # b32, four splits: 40.8 vs 38.7 us
+])
+def test_sparse_narrow_calls_need_long_splits(monkeypatch, layout, split_keys, expected):
+    """auto gives sparse fp8 records the narrow kernel only where a split holds
+    compiler.NARROW_SPARSE_MIN_SPLIT_KEYS keys or more (its fixed cost a CTA is the
+    larger); dense calls and forced schedules do not look at split_keys."""
+    from mla_cupy import compiler
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    sparse = DecodeKey(**dict(HOPPER_DENSE, layout=layout, sparsity="sparse", mask="null"))
+    assert compiler.choose_hopper_schedule(sparse, 64, 16, split_keys).value == expected
+    assert compiler.choose_hopper_schedule(DecodeKey(**dict(HOPPER_DENSE, layout=layout)), 64, 16,
+                                           split_keys).value == "narrow"
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
+    assert compiler.choose_hopper_schedule(sparse, 64, 16, split_keys).value == "narrow"
+
+
+@pytest.mark.parametrize("indices_stride, extra, num_partitions, split_len, expected", [
+    (2048, 0, 1, 0, 2048),
+    (2048, 0, 4, 0, 512),
+    (2048, 0, 3, 0, 683),        # the longest split
+    (2048, 512, 2, 0, 1280),     # the extra stream's rows count
+    (2048, 0, 1, 1024, 1024),    # a fixed split length (batch_invariant)
+    (512, 0, 1, 1024, 512),
+])
+def test_sparse_split_keys(indices_stride, extra, num_partitions, split_len, expected):
+    from mla_cupy import dispatch
+    from mla_cupy.validate import SparseArgs
+    sparse = SparseArgs(d_indices=None, indices_stride=indices_stride, topk_lengths=None, logical_indices=None,
+                        extra_k=object() if extra else None, extra_d_indices=None,
+                        extra_indices_stride=extra, extra_topk_lengths=None)
+    assert dispatch.sparse_split_keys(sparse, num_partitions, split_len) == expected
+    assert dispatch.sparse_split_keys(None, num_partitions, split_len) is None
 
 
 @pytest.mark.parametrize("group_rows, tile_rows", [(1, 16), (16, 16), (17, 32), (32, 32)])
