@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mla_cupy.testing import (check_against_reference, compare, make_case, make_sparse_case,
-                              nan_filled, reference, to_torch, tolerance_for)
+from mla_cupy.testing import (assert_schedule_ran, check_against_reference, compare, make_case,
+                              make_sparse_case, nan_filled, reference, to_torch, tolerance_for)
 from strategies import batch_shape, softmax_scale, sparse_batch_shape
 
 pytestmark = pytest.mark.gpu
@@ -87,6 +87,27 @@ def test_extremes_and_scales_not_powers_of_two(compiled_kernels, rng, layout):
                      value_scale=0.731, extreme=True, sink="random")
     for p in (1, 5):
         _check(case, num_partitions=p)
+
+
+def test_fp8_ds_mla_group_scales_near_the_narrow_kernels_limit(compiled_kernels, rng, monkeypatch):
+    """fp8_ds_mla group scales in [128, 255.875], up to the bound of docs/spec.md section 4:
+    at 16 rows the narrow kernel writes P x scale in fp16, and P reaches 2^8 under the
+    running max's slack, so a scale must stay at or below 65504 / 2^8.  The softmax scale keeps the scores' spread
+    at a few units, so rows mix many keys and later tiles' keys outscore earlier ones
+    within the slack.  Any overflow would show as inf or NaN against the reference."""
+    from mla_cupy import dispatch, records
+    case = make_case(rng, seq_lens=[1, 2], cache_lens=[700, 1500], num_heads=16, layout="fp8_ds_mla",
+                     sink="random", scale=1e-5)
+    blocks = case.blocks.copy()
+    at = records.scales_at("fp8_ds_mla")
+    scales = blocks[..., at:at + 4 * records.NUM_GROUPS].view(np.float32)
+    live = (blocks[..., 0] & 0x7F) != 0x7F
+    scales[live] = np.minimum(rng.uniform(128.0, 256.0, size=scales.shape), 255.875).astype(np.float32)[live]
+    case = dataclasses.replace(case, blocks=blocks)
+    monkeypatch.setattr(dispatch, "_eager_plans", {})
+    for p in (1, 3):
+        _check(case, num_partitions=p)
+    assert_schedule_ran(dispatch._eager_plans.values(), "_m16_hopper_narrow", case.describe())
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
