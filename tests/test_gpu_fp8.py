@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mla_cupy import records
 from mla_cupy.testing import (assert_schedule_ran, check_against_reference, compare, make_case,
                               make_sparse_case, nan_filled, reference, to_torch, tolerance_for)
 from strategies import batch_shape, softmax_scale, sparse_batch_shape
@@ -89,13 +90,42 @@ def test_extremes_and_scales_not_powers_of_two(compiled_kernels, rng, layout):
         _check(case, num_partitions=p)
 
 
+E4M3_ONE, E4M3_TWO = 0x38, 0x40   # e4m3 bytes of 1.0 and 2.0
+
+
+def two_level_ds_mla_case(rng, group_scale: float):
+    """An fp8_ds_mla case whose scores step up by 7.9 (log2 units) on every odd 64-key
+    tile: each key's record holds one latent value, e4m3 1.0 (even tiles) or 2.0 (odd
+    tiles) in column 0, every group scale ``group_scale``, nothing else; q is 1.0 in
+    column 0.  The running max stays on the first tile's (7.9 < §3's slack of 8), so
+    every odd tile's weights reach 2^7.9 ~ 239 and the narrow kernel's P x scale in fp16
+    reaches 239 x group_scale."""
+    seq_lens, cache_lens = [1, 1], [511, 1023]
+    case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=16, layout="fp8_ds_mla")
+    at = records.scales_at("fp8_ds_mla")
+    blocks = case.blocks.copy()
+    for b, keys in enumerate(np.add(seq_lens, cache_lens)):
+        for j in range(keys):
+            row = blocks[case.lookup_table[b, j // case.page_size], case.layer_idx, j % case.page_size]
+            row[:] = 0
+            row[0] = E4M3_TWO if (j // 64) % 2 else E4M3_ONE
+            row[at:at + 4 * records.NUM_GROUPS] = np.full(records.NUM_GROUPS, group_scale, np.float32).view(np.uint8)
+    q = np.zeros_like(case.q)
+    q[..., 0] = 1.0
+    step = 7.9   # log2 units: scale * log2(e) * group_scale * (2 - 1)
+    return dataclasses.replace(case, blocks=blocks, q=q, scale=step / (np.log2(np.e) * group_scale))
+
+
 def test_fp8_ds_mla_group_scales_near_the_narrow_kernels_limit(compiled_kernels, rng, monkeypatch):
-    """fp8_ds_mla group scales in [128, 255.875], up to the bound of docs/spec.md section 4:
-    at 16 rows the narrow kernel writes P x scale in fp16, and P reaches 2^8 under the
-    running max's slack, so a scale must stay at or below 65504 / 2^8.  The softmax scale keeps the scores' spread
-    at a few units, so rows mix many keys and later tiles' keys outscore earlier ones
-    within the slack.  Any overflow would show as inf or NaN against the reference."""
-    from mla_cupy import dispatch, records
+    """fp8_ds_mla group scales up to the bound of docs/spec.md section 4: at 16 rows the
+    narrow kernel writes P x scale in fp16 and P reaches 2^8 under the running max's slack,
+    so a scale must stay at or below 65504 / 2^8 = 255.875.  At the bound, with weights of
+    2^7.9 (two_level_ds_mla_case), and at random scales in [128, 255.875] over random
+    records; an overflow would show as inf or NaN against the reference (at a scale of 4096
+    this construction does overflow: tools/results/NOTES.md session 29)."""
+    from mla_cupy import dispatch
+    monkeypatch.setattr(dispatch, "_eager_plans", {})
+    _check(two_level_ds_mla_case(rng, 255.875), num_partitions=1)
     case = make_case(rng, seq_lens=[1, 2], cache_lens=[700, 1500], num_heads=16, layout="fp8_ds_mla",
                      sink="random", scale=1e-5)
     blocks = case.blocks.copy()
@@ -104,7 +134,6 @@ def test_fp8_ds_mla_group_scales_near_the_narrow_kernels_limit(compiled_kernels,
     live = (blocks[..., 0] & 0x7F) != 0x7F
     scales[live] = np.minimum(rng.uniform(128.0, 256.0, size=scales.shape), 255.875).astype(np.float32)[live]
     case = dataclasses.replace(case, blocks=blocks)
-    monkeypatch.setattr(dispatch, "_eager_plans", {})
     for p in (1, 3):
         _check(case, num_partitions=p)
     assert_schedule_ran(dispatch._eager_plans.values(), "_m16_hopper_narrow", case.describe())
