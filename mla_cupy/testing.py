@@ -28,6 +28,7 @@ import numpy as np
 from .cache import PagedKVCollection
 from .quantize import (RECORD_BYTES, dequantize, quantize_fp8, quantize_fp8_ds_mla,
                        quantize_fp8_rope_aware, quantize_q_rope_aware)
+from .records import NUM_GROUPS, scales_at
 from .validate import output_dtype
 from .variants import D_V, Layout
 
@@ -438,6 +439,37 @@ def make_sparse_case(rng: np.random.Generator, *, seq_lens, cache_lens, indices_
                 extra_blocks=extra_blocks, extra_page_size=extra_page_size,
                 layout=layout, scales=scales, extra_scales=extra_scales, q_scale=q_scale,
                 extreme=extreme, seed=generator_seed(rng))
+
+
+# two_level_ds_mla_case: e4m3 bytes of 1.0 and 2.0, the step of its scores (log2 units, under
+# the running max's slack of 8, docs/spec.md section 3) and its tiles
+E4M3_ONE, E4M3_TWO = 0x38, 0x40
+TWO_LEVEL_STEP = 7.9
+TWO_LEVEL_TILE = 64
+
+
+def two_level_ds_mla_case(rng: np.random.Generator, group_scale: float) -> Case:
+    """The worst case of the 16-row narrow kernel's fp16 P x scale (docs/spec.md section 4):
+    an fp8_ds_mla case whose scores step up by TWO_LEVEL_STEP (log2 units) on every odd
+    64-key tile.  Each live key's record holds one latent value, e4m3 1.0 (even tiles)
+    or 2.0 (odd tiles) in column 0, every group scale ``group_scale``, nothing else; q is
+    1.0 in column 0 (two sequences of one token, 512 and 1024 keys).  The running max
+    stays on the first tile's (the step is under section 3's slack of 8), so every odd
+    tile's weights are 2^7.9 ~ 239 and P x scale reaches 239 x group_scale."""
+    seq_lens, cache_lens = [1, 1], [511, 1023]
+    case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=16, layout="fp8_ds_mla")
+    at = scales_at("fp8_ds_mla")
+    blocks = case.blocks.copy()
+    for b, keys in enumerate(np.add(seq_lens, cache_lens)):
+        for j in range(keys):
+            row = blocks[case.lookup_table[b, j // case.page_size], case.layer_idx, j % case.page_size]
+            row[:] = 0
+            row[0] = E4M3_TWO if (j // TWO_LEVEL_TILE) % 2 else E4M3_ONE
+            row[at:at + 4 * NUM_GROUPS] = np.full(NUM_GROUPS, group_scale, np.float32).view(np.uint8)
+    q = np.zeros_like(case.q)
+    q[..., 0] = 1.0
+    # the scores' step in log2 units: scale * log2(e) * group_scale * (2 - 1)
+    return dataclasses.replace(case, blocks=blocks, q=q, scale=TWO_LEVEL_STEP / (np.log2(np.e) * group_scale))
 
 
 def sub_case(case: Case, b: int) -> Case:

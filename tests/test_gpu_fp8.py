@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from mla_cupy import records
 from mla_cupy.testing import (assert_schedule_ran, check_against_reference, compare, make_case,
-                              make_sparse_case, nan_filled, reference, to_torch, tolerance_for)
+                              make_sparse_case, nan_filled, reference, to_torch, tolerance_for,
+                              two_level_ds_mla_case)
 from strategies import batch_shape, softmax_scale, sparse_batch_shape
 
 pytestmark = pytest.mark.gpu
@@ -88,32 +89,6 @@ def test_extremes_and_scales_not_powers_of_two(compiled_kernels, rng, layout):
                      value_scale=0.731, extreme=True, sink="random")
     for p in (1, 5):
         _check(case, num_partitions=p)
-
-
-E4M3_ONE, E4M3_TWO = 0x38, 0x40   # e4m3 bytes of 1.0 and 2.0
-
-
-def two_level_ds_mla_case(rng, group_scale: float):
-    """An fp8_ds_mla case whose scores step up by 7.9 (log2 units) on every odd 64-key
-    tile: each key's record holds one latent value, e4m3 1.0 (even tiles) or 2.0 (odd
-    tiles) in column 0, every group scale ``group_scale``, nothing else; q is 1.0 in
-    column 0.  The running max stays on the first tile's (7.9 < §3's slack of 8), so
-    every odd tile's weights reach 2^7.9 ~ 239 and the narrow kernel's P x scale in fp16
-    reaches 239 x group_scale."""
-    seq_lens, cache_lens = [1, 1], [511, 1023]
-    case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=16, layout="fp8_ds_mla")
-    at = records.scales_at("fp8_ds_mla")
-    blocks = case.blocks.copy()
-    for b, keys in enumerate(np.add(seq_lens, cache_lens)):
-        for j in range(keys):
-            row = blocks[case.lookup_table[b, j // case.page_size], case.layer_idx, j % case.page_size]
-            row[:] = 0
-            row[0] = E4M3_TWO if (j // 64) % 2 else E4M3_ONE
-            row[at:at + 4 * records.NUM_GROUPS] = np.full(records.NUM_GROUPS, group_scale, np.float32).view(np.uint8)
-    q = np.zeros_like(case.q)
-    q[..., 0] = 1.0
-    step = 7.9   # log2 units: scale * log2(e) * group_scale * (2 - 1)
-    return dataclasses.replace(case, blocks=blocks, q=q, scale=step / (np.log2(np.e) * group_scale))
 
 
 def test_fp8_ds_mla_group_scales_near_the_narrow_kernels_limit(compiled_kernels, rng, monkeypatch):

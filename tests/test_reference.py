@@ -723,3 +723,29 @@ def test_key_offsets_shift_every_score_of_a_key():
     np.testing.assert_allclose(moved, 40.0, rtol=2.0 ** -7)
     with pytest.raises(ValueError, match="key_offsets"):
         make_case(np.random.default_rng(7), seq_lens=[1], cache_lens=[0], d_qk=512, key_offsets=lambda j: 1.0)
+
+
+@pytest.mark.parametrize("group_scale, overflows", [(255.875, False), (4096.0, True)])
+def test_two_level_case_puts_its_weights_at_the_slack(group_scale, overflows):
+    """mla_cupy.testing.two_level_ds_mla_case, which the GPU test of the narrow kernel's
+    scale bound (docs/spec.md section 4) relies on: every odd tile's scores sit
+    TWO_LEVEL_STEP (log2 units) above the first tile's max, the even tiles' at it, so the
+    running max never moves (slack 8) and the odd tiles' weights are 2^7.9; their
+    product with the scale passes fp16's 65504 exactly when the scale is out of contract."""
+    from mla_cupy.quantize import dequantize
+    from mla_cupy.testing import TWO_LEVEL_STEP, TWO_LEVEL_TILE, two_level_ds_mla_case
+    case = two_level_ds_mla_case(np.random.default_rng(0), group_scale)
+    q = np.asarray(case.q, np.float64)
+    for b in range(len(case.cache_lengths)):
+        keys = int(case.cache_lengths[b]) + 1
+        rows = np.stack([case.blocks[case.lookup_table[b, j // case.page_size], case.layer_idx,
+                                     j % case.page_size] for j in range(keys)])
+        k, _ = dequantize(rows, "fp8_ds_mla")
+        t = int(case.input_row_offsets[b])
+        assert (q[t] == q[t, :1]).all()   # every head alike
+        scores = case.scale * np.log2(np.e) * (k @ q[t, 0])
+        above = scores.reshape(-1, TWO_LEVEL_TILE).max(axis=1) - scores[:TWO_LEVEL_TILE].max()
+        assert len(above) >= 8
+        np.testing.assert_allclose(above[1::2], TWO_LEVEL_STEP, atol=1e-6)
+        np.testing.assert_allclose(above[0::2], 0.0, atol=1e-6)
+        assert (2.0 ** above.max() * group_scale > np.finfo(np.float16).max) == overflows
