@@ -237,7 +237,8 @@ def _build_plan(
     # so one token's heads decide it
     choice_rows = num_heads if batch_invariant else group_rows
     if runs_hopper(key, device_id, backend):
-        key = hopper_key(key, kv_collection.page_size, choice_rows, sparse_split_keys(sparse, num_partitions, split_len))
+        key = hopper_key(key, kv_collection.page_size, choice_rows,
+                         sparse_split_keys(sparse, num_partitions, split_len))
     elif resolve_backend(backend) == "hopper":
         raise ValueError(f"backend='hopper': needs an sm_90 device and a bf16/fp16 variant, got "
                          f"device {device_id} ({device_arch(device_id)}) and {key.name}")

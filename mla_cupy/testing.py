@@ -28,7 +28,7 @@ import numpy as np
 from .cache import PagedKVCollection
 from .quantize import (RECORD_BYTES, dequantize, quantize_fp8, quantize_fp8_ds_mla,
                        quantize_fp8_rope_aware, quantize_q_rope_aware)
-from .records import NUM_GROUPS, scales_at
+from .records import NUM_GROUPS, SCALE_BYTES, scales_at
 from .validate import output_dtype
 from .variants import D_V, Layout
 
@@ -465,7 +465,7 @@ def two_level_ds_mla_case(rng: np.random.Generator, group_scale: float) -> Case:
             row = blocks[case.lookup_table[b, j // case.page_size], case.layer_idx, j % case.page_size]
             row[:] = 0
             row[0] = E4M3_TWO if (j // TWO_LEVEL_TILE) % 2 else E4M3_ONE
-            row[at:at + 4 * NUM_GROUPS] = np.full(NUM_GROUPS, group_scale, np.float32).view(np.uint8)
+            row[at:at + SCALE_BYTES * NUM_GROUPS] = np.full(NUM_GROUPS, group_scale, np.float32).view(np.uint8)
     q = np.zeros_like(case.q)
     q[..., 0] = 1.0
     # the scores' step in log2 units: scale * log2(e) * group_scale * (2 - 1)

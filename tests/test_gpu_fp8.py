@@ -105,7 +105,7 @@ def test_fp8_ds_mla_group_scales_near_the_narrow_kernels_limit(compiled_kernels,
                      sink="random", scale=1e-5)
     blocks = case.blocks.copy()
     at = records.scales_at("fp8_ds_mla")
-    scales = blocks[..., at:at + 4 * records.NUM_GROUPS].view(np.float32)
+    scales = blocks[..., at:at + records.SCALE_BYTES * records.NUM_GROUPS].view(np.float32)
     live = (blocks[..., 0] & 0x7F) != 0x7F
     scales[live] = np.minimum(rng.uniform(128.0, 256.0, size=scales.shape), 255.875).astype(np.float32)[live]
     case = dataclasses.replace(case, blocks=blocks)
