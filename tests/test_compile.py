@@ -223,6 +223,19 @@ def test_phase_probe_instruments_the_seesaw(pair, per_warp):
     _nvrtc_compile(src, "probe.cu")
 
 
+@pytest.mark.parametrize("rows", [16, 32])
+def test_narrow_phases_instruments_the_narrow_kernel(rows):
+    """tools/narrow_phases.py stamps the 16-bit narrow kernel by anchor text: every anchor
+    is found once and the instrumented source compiles."""
+    narrow_phases = _tool("narrow_phases")
+    src, loader_slot = narrow_phases.instrumented_source(
+        f"mla_decode_bf16_causal_dense_fold0_m{rows}_hopper_narrow", 1 if rows == 16 else 2)
+    # the declaration, six math stamps, three of the loader, one statement of two counters
+    assert src.count("g_prof[") == 1 + 6 + 3 + 2
+    assert loader_slot == (16 if rows == 16 else 32)
+    _nvrtc_compile(src, "narrow_probe.cu")
+
+
 def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
     """tools/producer_ceiling.py removes the wgmma issue helpers' bodies of the
     sparse ds_mla kernel: both helpers are found once and the result compiles."""

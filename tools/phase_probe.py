@@ -119,6 +119,20 @@ def instrumented_source(pair, per_warp=False):
     return instrument_pair(src, pair, per_warp) if pair is not None else instrument_phases(src)
 
 
+def install(name, src):
+    """Compile an instrumented copy of variant ``name`` and put it in the compiler's memo,
+    so the dispatcher launches it; returns its stamps (g_prof) as a flat uint64 array."""
+    import cupy
+    from mla_cupy import compiler
+    from mla_cupy.variants import parse
+    mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
+                         backend="nvrtc")
+    k = mod.get_function(name)
+    k.max_dynamic_shared_size_bytes = compiler._dynamic_smem(parse(name))
+    compiler._memo[(name, 0)] = k
+    return cupy.ndarray((8192 * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
+
+
 def report_phases(name, p, a):
     t0 = a[:, 0].min()
     done = a[(a[:, 5] > 0) & (a[:, PER_WG + 5] > 0)]    # CTAs that ran keys (balanced mode's extra ones exit)
@@ -189,16 +203,9 @@ def main():
     args = ap.parse_args()
     import cupy
     sys.path.insert(0, "tools")
-    from mla_cupy import bench, compiler
-    from mla_cupy.variants import parse
+    from mla_cupy import bench
     from split_sweep import call_with
-    src = instrumented_source(args.pair, args.per_warp)
-    mod = cupy.RawModule(code=src, options=(*compiler.BASE_OPTIONS, f"-arch={compiler.device_arch(0)}"),
-                         backend="nvrtc")
-    k = mod.get_function(NAME)
-    k.max_dynamic_shared_size_bytes = compiler._dynamic_smem(parse(NAME))
-    compiler._memo[(NAME, 0)] = k
-    prof = cupy.ndarray((8192 * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
+    prof = install(NAME, instrumented_source(args.pair, args.per_warp))
     t = bench.Timer()
     for spec in args.cases:
         name, _, p = spec.partition(":")

@@ -1,0 +1,105 @@
+"""Per-CTA phase times of the narrow decode kernel over a 16-bit cache, on the GPU.
+
+Where a short call's time goes (issue 8's b=8 h=16 row: 8 tiles a CTA): an instrumented
+copy of the narrow kernel (phase_probe's stamps: %globaltimer by thread 0 of each
+warpgroup into a __device__ array) replaces the memoised kernel for the cases given.
+
+Math warpgroup 0: entry, the prologue done (the shares' scan, the mbarriers), the first
+segment's Q landed, its first tile's softmax done, the last segment's loop done, the
+kernel's end; the loader warp: its entry, its first tile's copies issued, its last.
+Per CTA also the tiles and segments it ran.  Prints each phase's median [5th percentile,
+max] over the CTAs, the spread of entry times, the CTAs' end times and the µs a tile.
+
+    PYTHONPATH=.:tests python3 tools/narrow_phases.py [--rows 16|32] [--cases CASE[:P] ...]
+"""
+import argparse
+import sys
+
+import numpy as np
+
+sys.path.insert(0, "tools")
+from phase_probe import PER_WG, SLOTS, insert, install, stamp  # noqa: E402
+
+TILES_SLOT, SEGMENTS_SLOT = 8, 9   # warpgroup 0's counters after its stamps
+
+
+def instrumented_source(name, consumers):
+    from mla_cupy.render import render
+    from mla_cupy.variants import parse
+    src = render(parse(name))
+    src = src.replace('extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\n'
+                      'extern "C" __global__', 1)
+    cta = "g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
+    src = insert(src, "    const int warp = tid >> 5, lane = tid & 31;\n", stamp(0))
+    src = insert(src, "    __syncthreads();   // (cta_sequence's or sequence_shares' scratch is free from here on)\n",
+                 stamp(1))
+    src = insert(src, "    bar(BAR_Q);\n", stamp(2, cond="k == 0"))
+    src = insert(src, "        softmax(0, s);\n", stamp(3, cond="k == 0"))
+    src = insert(src, "    pdl_launch_dependents();\n", stamp(4))
+    src = insert(src, "    pdl_launch_dependents();\n",
+                 f"if (tid == 0) {{ {cta}[{TILES_SLOT}] += num_tiles; {cta}[{SEGMENTS_SLOT}] += 1; }}\n")
+    loader = "        // ============ the loads: each chunk into its slot once the slot's last reader retired ============\n"
+    src = insert(src, loader, stamp(0))
+    src = insert(src, "            page = next_page;\n", stamp(1, cond="k == 0 && tile == 0"), before=True)
+    at = src.index("    if (warp >= LOADER_WARP) return;\n")
+    ret = src.rindex("        return;\n", 0, at)
+    src = src[:ret] + stamp(2) + src[ret:]
+    end = src.rstrip().rfind("}")
+    return src[:end] + stamp(5) + src[end:], consumers * PER_WG
+
+
+PHASES = ["entry->prologue", "->Q", "->tile0", "->loop end", "->end"]
+
+
+def report(name, p, a, loader):
+    t0 = a[:, 0].min()
+    a = a[a[:, 5] > 0]
+    tiles, segs = a[:, TILES_SLOT], a[:, SEGMENTS_SLOT]
+    print(f"{name} P={p}: {len(a)} CTAs, kernel span {(a[:, 5].max() - t0) / 1e3:.1f} us, entry spread "
+          f"{(a[:, 0].max() - t0) / 1e3:.1f} us (median {(np.median(a[:, 0]) - t0) / 1e3:.1f}); tiles a CTA "
+          f"min {tiles.min()} median {np.median(tiles):.0f} max {tiles.max()}, segments median {np.median(segs):.0f} "
+          f"max {segs.max()}")
+    d = np.diff(a[:, 0:6], axis=1) / 1e3
+    print("   math: " + "  ".join(f"{n} {np.median(d[:, j]):.2f} [{np.percentile(d[:, j], 5):.2f}, {d[:, j].max():.2f}]"
+                                  for j, n in enumerate(PHASES)))
+    ld = a[:, loader:loader + 3]
+    print(f"   loader: entry {np.median(ld[:, 0] - a[:, 0]) / 1e3:.2f} after the math's; first tile issued "
+          f"{np.median(ld[:, 1] - ld[:, 0]) / 1e3:.2f} after; last issued {np.median(ld[:, 2] - ld[:, 0]) / 1e3:.2f} "
+          f"after (its tile 0 to the math's tile 0 done: {np.median(a[:, 3] - ld[:, 1]) / 1e3:.2f})")
+    per_tile = (a[:, 4] - a[:, 2]) / 1e3 / np.maximum(tiles, 1)
+    ends = (a[:, 5] - t0) / 1e3
+    print(f"   us a tile (Q landed to loop end over the CTA's tiles): median {np.median(per_tile):.3f} "
+          f"[{np.percentile(per_tile, 5):.3f}, {np.percentile(per_tile, 95):.3f}]; CTA end times min {ends.min():.1f} "
+          f"median {np.median(ends):.1f} max {ends.max():.1f} us")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, choices=(16, 32), default=16, help="the narrow tile's rows")
+    ap.add_argument("--cases", nargs="+", default=["b8_h16_s8192", "b128_h16_s8192"],
+                    help="CASE:P, or CASE for the dispatcher's own choice (segment mode where it applies)")
+    args = ap.parse_args()
+    name = f"mla_decode_bf16_causal_dense_fold0_m{args.rows}_hopper_narrow"
+    src, loader = instrumented_source(name, 1 if args.rows == 16 else 2)
+    prof = install(name, src)
+    from mla_cupy import bench
+    from split_sweep import call_with
+    t = bench.Timer()
+    for spec in args.cases:
+        case, _, p = spec.partition(":")
+        p = int(p) if p else None
+        c = bench.case_named(case)
+        f, _, _ = call_with(c, bench.build_inputs(c), p)
+        f()
+        t.sync()
+        for _ in range(3):
+            prof.fill(0)
+            t.flush()
+            f()
+            t.sync()
+        a = prof.get().reshape(8192, SLOTS).astype(np.int64)
+        report(case, p, a[a[:, 0] > 0], loader)
+
+
+if __name__ == "__main__":
+    main()
