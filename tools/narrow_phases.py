@@ -7,7 +7,8 @@ warpgroup into a __device__ array) replaces the memoised kernel for the cases gi
 Math warpgroup 0: entry, the prologue done (the shares' scan, the mbarriers), the first
 segment's Q landed, its first tile's softmax done, the last segment's loop done, the
 kernel's end; the loader warp: its entry, its first tile's copies issued, its last.
-Per CTA also the tiles and segments it ran.  Prints each phase's median [5th percentile,
+Per CTA also the tiles and segments it ran; in segment mode the shares' scan in steps
+(batch_size landed, each pass), and the loader's first segment and first page id.  Prints each phase's median [5th percentile,
 max] over the CTAs, the spread of entry times, the CTAs' end times and the µs a tile.
 
     PYTHONPATH=.:tests python3 tools/narrow_phases.py [--rows 16|32] [--cases CASE[:P] ...]
@@ -27,10 +28,15 @@ def instrumented_source(name, consumers):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     src = render(parse(name))
-    src = src.replace('extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\n'
-                      'extern "C" __global__', 1)
+    # (declared first: the shares' scan, stamped too, comes before the kernel)
+    src = f"__device__ unsigned long long g_prof[8192][{SLOTS}];\n" + src
     cta = "g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
     src = insert(src, "    const int warp = tid >> 5, lane = tid & 31;\n", stamp(0))
+    # inside sequence_shares (segment mode): batch_size landed, the first pass's scan, the second's
+    src = insert(src, "    const int batch = static_cast<int>(min(load_i64_now(scalar_args), static_cast<i64>(host_batch)));\n",
+                 stamp(10, cond="batch >= 0"))
+    src = insert(src, "    SharesWalk w{};\n", stamp(11))
+    src = insert(src, "    w.u = static_cast<int>(found[0]);\n", stamp(12), before=True)
     src = insert(src, "    __syncthreads();   // (cta_sequence's or sequence_shares' scratch is free from here on)\n",
                  stamp(1))
     src = insert(src, "    bar(BAR_Q);\n", stamp(2, cond="k == 0"))
@@ -41,6 +47,9 @@ def instrumented_source(name, consumers):
     loader = "        // ============ the loads: each chunk into its slot once the slot's last reader retired ============\n"
     src = insert(src, loader, stamp(0))
     src = insert(src, "            page = next_page;\n", stamp(1, cond="k == 0 && tile == 0"), before=True)
+    # the loader's first segment found, then its first page id landed (the stamp waits for it)
+    src = insert(src, "        int page = page_of(0);\n", stamp(3, cond="k == 0"), before=True)
+    src = insert(src, "        int page = page_of(0);\n", stamp(4, cond="k == 0 && page != -7"))
     at = src.index("    if (warp >= LOADER_WARP) return;\n")
     ret = src.rindex("        return;\n", 0, at)
     src = src[:ret] + stamp(2) + src[ret:]
@@ -62,10 +71,17 @@ def report(name, p, a, loader):
     d = np.diff(a[:, 0:6], axis=1) / 1e3
     print("   math: " + "  ".join(f"{n} {np.median(d[:, j]):.2f} [{np.percentile(d[:, j], 5):.2f}, {d[:, j].max():.2f}]"
                                   for j, n in enumerate(PHASES)))
-    ld = a[:, loader:loader + 3]
+    ld = a[:, loader:loader + 5]
     print(f"   loader: entry {np.median(ld[:, 0] - a[:, 0]) / 1e3:.2f} after the math's; first tile issued "
           f"{np.median(ld[:, 1] - ld[:, 0]) / 1e3:.2f} after; last issued {np.median(ld[:, 2] - ld[:, 0]) / 1e3:.2f} "
           f"after (its tile 0 to the math's tile 0 done: {np.median(a[:, 3] - ld[:, 1]) / 1e3:.2f})")
+    if (a[:, 10:13] > 0).all():
+        sh = a[:, [0, 10, 11, 12, 1]]
+        print("   prologue (segment mode): " + "  ".join(
+            f"{n} {np.median(sh[:, j + 1] - sh[:, j]) / 1e3:.2f}" for j, n in
+            enumerate(["entry->batch_size landed", "->first scan", "->second scan", "->barriers"])))
+    print(f"   loader: entry->segment found {np.median(ld[:, 3] - ld[:, 0]) / 1e3:.2f}  ->page landed "
+          f"{np.median(a[:, loader + 4] - ld[:, 3]) / 1e3:.2f}  ->tile 0 issued {np.median(ld[:, 1] - a[:, loader + 4]) / 1e3:.2f}")
     per_tile = (a[:, 4] - a[:, 2]) / 1e3 / np.maximum(tiles, 1)
     ends = (a[:, 5] - t0) / 1e3
     print(f"   us a tile (Q landed to loop end over the CTA's tiles): median {np.median(per_tile):.3f} "
