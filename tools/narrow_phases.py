@@ -94,6 +94,9 @@ def main():
     ap.add_argument("--rows", type=int, choices=(16, 32), default=16, help="the narrow tile's rows")
     ap.add_argument("--cases", nargs="+", default=["b8_h16_s8192", "b128_h16_s8192"],
                     help="CASE:P, or CASE for the dispatcher's own choice (segment mode where it applies)")
+    ap.add_argument("--warm", choices=("none", "data", "all"), default="none",
+                    help="before each call: L2 flushed (none), flushed then Q and the metadata read "
+                         "back (data: only the kernel's code cold), not flushed (all)")
     args = ap.parse_args()
     name = f"mla_decode_bf16_causal_dense_fold0_m{args.rows}_hopper_narrow"
     src, loader = instrumented_source(name, 1 if args.rows == 16 else 2)
@@ -105,16 +108,21 @@ def main():
         case, _, p = spec.partition(":")
         p = int(p) if p else None
         c = bench.case_named(case)
-        f, _, _ = call_with(c, bench.build_inputs(c), p)
+        inputs = bench.build_inputs(c)
+        f, _, _ = call_with(c, inputs, p)
         f()
         t.sync()
         for _ in range(3):
             prof.fill(0)
-            t.flush()
+            if args.warm != "all":
+                t.flush()
+            if args.warm == "data":   # the metadata and Q back in L2, the kernel's code not
+                for x in (inputs.q, inputs.offsets, inputs.kv.cache_lengths, inputs.kv.lookup_table):
+                    x.view(x.dtype).ravel()[::16].sum()
             f()
             t.sync()
         a = prof.get().reshape(8192, SLOTS).astype(np.int64)
-        report(case, p, a[a[:, 0] > 0], loader)
+        report(f"{case} (warm: {args.warm})", p, a[a[:, 0] > 0], loader)
 
 
 if __name__ == "__main__":
