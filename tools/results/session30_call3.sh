@@ -12,7 +12,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 . tools/results/device_steps.sh
-L=$OUT/log.txt; : > "$L"; T0=$SECONDS
+begin_call
 patched /tmp/fl next_shares_first_loads.patch
 for w in none data all; do
   PYTHONPATH=.:tests timeout 60 python3 tools/narrow_phases.py --rows 16 --warm $w --cases b8_h16_s8192 >> "$L" 2>&1
