@@ -22,8 +22,9 @@ PYTHONPATH=.:tests timeout 60 python3 tools/narrow_phases.py --rows 16 --cases b
 (cd /tmp/fl && PYTHONPATH=.:tests timeout 60 python3 tools/narrow_phases.py --rows 16 --cases b8_h16_s8192 >> "$L" 2>&1)
 say "fl phases exit $?"
 # next_compact_code.patch: the loader's chunk loop and the shares' scan loops not unrolled
-# (`#pragma unroll 1`): the loader's code from its first copy to its tile's last 7.9 KB ->
-# ~1 KB, the kernel 8778 -> 7990 SASS lines.  If call 2's 4.0 us before the loader's first
+# (`#pragma unroll 1`), and the epilogue's stores with one branch a row and one for the
+# destination (not one a store): the loader's code from its first copy to its tile's last
+# 7.9 KB -> ~1 KB, the kernel 8778 -> 7741 SASS lines.  If call 2's 4.0 us before the loader's first
 # copies is instruction fetch (the code flushed from L2 with the data), prediction: the
 # loader's entry -> tile 0 issued 4.0 -> ~2 us, b8 h16 43.3 -> ~41.5 us; b128 h16 and the
 # DeepSeek rows flat (the loader is not their bound).
