@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, "tools")
-from phase_probe import PER_WG, SLOTS, insert, install, stamp  # noqa: E402
+from phase_probe import PER_WG, SLOTS, insert, install, stamp, stamped_calls  # noqa: E402
 
 TILES_SLOT, SEGMENTS_SLOT = 8, 9   # warpgroup 0's counters after its stamps
 
@@ -101,28 +101,8 @@ def main():
     name = f"mla_decode_bf16_causal_dense_fold0_m{args.rows}_hopper_narrow"
     src, loader = instrumented_source(name, 1 if args.rows == 16 else 2)
     prof = install(name, src)
-    from mla_cupy import bench
-    from split_sweep import call_with
-    t = bench.Timer()
-    for spec in args.cases:
-        case, _, p = spec.partition(":")
-        p = int(p) if p else None
-        c = bench.case_named(case)
-        inputs = bench.build_inputs(c)
-        f, _, _ = call_with(c, inputs, p)
-        f()
-        t.sync()
-        for _ in range(3):
-            prof.fill(0)
-            if args.warm != "all":
-                t.flush()
-            if args.warm == "data":   # the metadata and Q back in L2, the kernel's code not
-                for x in (inputs.q, inputs.offsets, inputs.kv.cache_lengths, inputs.kv.lookup_table):
-                    x.view(x.dtype).ravel()[::16].sum()
-            f()
-            t.sync()
-        a = prof.get().reshape(8192, SLOTS).astype(np.int64)
-        report(f"{case} (warm: {args.warm})", p, a[a[:, 0] > 0], loader)
+    for case, p, a in stamped_calls(args.cases, prof, args.warm):
+        report(f"{case} (warm: {args.warm})", p, a, loader)
 
 
 if __name__ == "__main__":

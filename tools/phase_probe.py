@@ -133,6 +133,38 @@ def install(name, src):
     return cupy.ndarray((8192 * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
 
 
+def stamped_calls(cases, prof, warm="none"):
+    """For each CASE[:P] of bench's named cases: a call to warm up, then three calls (the L2
+    flushed before each, unless warm is "all"; with warm "data", Q and the metadata read back
+    after the flush, so only the kernel's code is cold); yields (case, P, the last call's
+    stamps of the CTAs that ran: an int64 array [CTAs, SLOTS])."""
+    import cupy
+    if "tools" not in sys.path:
+        sys.path.insert(0, "tools")
+    from mla_cupy import bench
+    from split_sweep import call_with
+    t = bench.Timer()
+    for spec in cases:
+        name, _, p = spec.partition(":")
+        p = int(p) if p else None
+        c = bench.case_named(name)
+        inputs = bench.build_inputs(c)
+        f, _, _ = call_with(c, inputs, p)
+        f()
+        t.sync()
+        for _ in range(3):
+            prof.fill(0)
+            if warm != "all":
+                t.flush()
+            if warm == "data":
+                for x in (inputs.q, inputs.offsets, inputs.kv.cache_lengths, inputs.kv.lookup_table):
+                    x.view(x.dtype).ravel()[::16].sum()
+            f()
+            t.sync()
+        a = cupy.asnumpy(prof).reshape(8192, SLOTS).astype(np.int64)
+        yield name, p, a[a[:, 0] > 0]
+
+
 def report_phases(name, p, a):
     t0 = a[:, 0].min()
     done = a[(a[:, 5] > 0) & (a[:, PER_WG + 5] > 0)]    # CTAs that ran keys (balanced mode's extra ones exit)
@@ -201,27 +233,8 @@ def main():
                                                    "b128_h128_s8192:1"],
                     help="CASE:P, or CASE for the dispatcher's own split (balanced splits where they apply)")
     args = ap.parse_args()
-    import cupy
-    sys.path.insert(0, "tools")
-    from mla_cupy import bench
-    from split_sweep import call_with
     prof = install(NAME, instrumented_source(args.pair, args.per_warp))
-    t = bench.Timer()
-    for spec in args.cases:
-        name, _, p = spec.partition(":")
-        p = int(p) if p else None
-        c = bench.case_named(name)
-        i = bench.build_inputs(c)
-        f, out, _ = call_with(c, i, p)
-        f()
-        t.sync()
-        for _ in range(3):
-            prof.fill(0)
-            t.flush()
-            f()
-            t.sync()
-        a = cupy.asnumpy(prof).reshape(8192, SLOTS).astype(np.int64)
-        a = a[a[:, 0] > 0]
+    for name, p, a in stamped_calls(args.cases, prof):
         if args.pair is None:
             report_phases(name, p, a)
         elif args.per_warp:

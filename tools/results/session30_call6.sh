@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 30, call 6.  Device, repository root:  OUT=$OUT bash tools/results/session30_call6.sh
+# The phase probes after their shared loop (phase_probe.stamped_calls) on HEAD (391c52c's
+# kernel): the narrow kernel's phases at b8 / b128 h16 (prediction: prologue ~3.6 us, the
+# loader's first copies ~1.6 us after its page, epilogue ~1.8 us, as call 4's patched tree),
+# and the seesaw's on two cases (the tool's own check that the refactor runs).
+set -u
+export PYTHONUNBUFFERED=1
+. tools/results/device_steps.sh
+L=$OUT/log.txt; : > "$L"; T0=$SECONDS
+PYTHONPATH=.:tests timeout 80 python3 tools/narrow_phases.py --rows 16 --cases b8_h16_s8192 b128_h16_s8192 >> "$L" 2>&1
+say "narrow phases exit $?"
+PYTHONPATH=.:tests timeout 60 python3 tools/phase_probe.py --cases b32_h128_s4096:2 b1_h128_s65536:64 >> "$L" 2>&1
+say "seesaw phases exit $?"
+cat "$L"
