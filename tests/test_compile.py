@@ -230,9 +230,9 @@ def test_narrow_phases_instruments_the_narrow_kernel(rows):
     narrow_phases = _tool("narrow_phases")
     src, loader_slot = narrow_phases.instrumented_source(
         f"mla_decode_bf16_causal_dense_fold0_m{rows}_hopper_narrow", 1 if rows == 16 else 2)
-    # the declaration, six math stamps, three in the shares' scan, five of the loader, one
+    # the declaration, eight math stamps, four in the shares' scan, five of the loader, one
     # statement of two counters
-    assert src.count("g_prof[") == 1 + 6 + 3 + 5 + 2
+    assert src.count("g_prof[") == 1 + 8 + 4 + 5 + 2
     assert loader_slot == (16 if rows == 16 else 32)
     _nvrtc_compile(src, "narrow_probe.cu")
 

@@ -8,7 +8,8 @@ Math warpgroup 0: entry, the prologue done (the shares' scan, the mbarriers), th
 segment's Q landed, its first tile's softmax done, the last segment's loop done, the
 kernel's end; the loader warp: its entry, its first tile's copies issued, its last.
 Per CTA also the tiles and segments it ran; in segment mode the shares' scan in steps
-(batch_size landed, each pass), and the loader's first segment and first page id.  Prints each phase's median [5th percentile,
+(batch_size landed, the first pass, the share's arithmetic, its first sequence found), the
+loader's first segment and first page id, and the math's first S^T (issued, retired).  Prints each phase's median [5th percentile,
 max] over the CTAs, the spread of entry times, the CTAs' end times and the µs a tile.
 
     PYTHONPATH=.:tests python3 tools/narrow_phases.py [--rows 16|32] [--cases CASE[:P] ...]
@@ -21,7 +22,7 @@ import numpy as np
 sys.path.insert(0, "tools")
 from phase_probe import PER_WG, SLOTS, insert, install, stamp, stamped_calls  # noqa: E402
 
-TILES_SLOT, SEGMENTS_SLOT = 8, 9   # warpgroup 0's counters after its stamps
+TILES_SLOT, SEGMENTS_SLOT = 8, 9   # warpgroup 0's counters (its stamps: slots 0-7 and 10-13)
 
 
 def instrumented_source(name, consumers):
@@ -36,11 +37,16 @@ def instrumented_source(name, consumers):
     src = insert(src, "    const int batch = static_cast<int>(min(load_i64_now(scalar_args), static_cast<i64>(host_batch)));\n",
                  stamp(10, cond="batch >= 0"))
     src = insert(src, "    SharesWalk w{};\n", stamp(11))
+    src = insert(src, "    if (tid == 0) { found[0] = batch; found[1] = W; found[2] = x0; found[3] = aligned ? W : x1; }\n",
+                 stamp(13), before=True)
     src = insert(src, "    w.u = static_cast<int>(found[0]);\n", stamp(12), before=True)
     src = insert(src, "    __syncthreads();   // (cta_sequence's or sequence_shares' scratch is free from here on)\n",
                  stamp(1))
     src = insert(src, "    bar(BAR_Q);\n", stamp(2, cond="k == 0"))
     src = insert(src, "        softmax(0, s);\n", stamp(3, cond="k == 0"))
+    # the first segment's first S^T: issued from here, and retired (its chunks had landed)
+    src = insert(src, "        issue_st(0, s);\n        wgmma_wait<0>();\n", stamp(6, cond="k == 0"), before=True)
+    src = insert(src, "        issue_st(0, s);\n        wgmma_wait<0>();\n", stamp(7, cond="k == 0"))
     src = insert(src, "    pdl_launch_dependents();\n", stamp(4))
     src = insert(src, "    pdl_launch_dependents();\n",
                  f"if (tid == 0) {{ {cta}[{TILES_SLOT}] += num_tiles; {cta}[{SEGMENTS_SLOT}] += 1; }}\n")
@@ -75,11 +81,15 @@ def report(name, p, a, loader):
     print(f"   loader: entry {np.median(ld[:, 0] - a[:, 0]) / 1e3:.2f} after the math's; first tile issued "
           f"{np.median(ld[:, 1] - ld[:, 0]) / 1e3:.2f} after; last issued {np.median(ld[:, 2] - ld[:, 0]) / 1e3:.2f} "
           f"after (its tile 0 to the math's tile 0 done: {np.median(a[:, 3] - ld[:, 1]) / 1e3:.2f})")
-    if (a[:, 10:13] > 0).all():
-        sh = a[:, [0, 10, 11, 12, 1]]
+    if (a[:, 10:14] > 0).all():
+        sh = a[:, [0, 10, 11, 13, 12, 1]]
         print("   prologue (segment mode): " + "  ".join(
             f"{n} {np.median(sh[:, j + 1] - sh[:, j]) / 1e3:.2f}" for j, n in
-            enumerate(["entry->batch_size landed", "->first scan", "->second scan", "->barriers"])))
+            enumerate(["entry->batch_size landed", "->first scan", "->the share's arithmetic",
+                       "->its first sequence found", "->barriers"])))
+    print(f"   math tile 0: Q landed->S^T issued from {np.median(a[:, 6] - a[:, 2]) / 1e3:.2f}  ->S^T retired "
+          f"{np.median(a[:, 7] - a[:, 6]) / 1e3:.2f} (the loader's tile 0 issued -> S^T retired "
+          f"{np.median(a[:, 7] - a[:, loader + 1]) / 1e3:.2f})  ->softmax done {np.median(a[:, 3] - a[:, 7]) / 1e3:.2f}")
     print(f"   loader: entry->segment found {np.median(ld[:, 3] - ld[:, 0]) / 1e3:.2f}  ->page landed "
           f"{np.median(a[:, loader + 4] - ld[:, 3]) / 1e3:.2f}  ->tile 0 issued {np.median(ld[:, 1] - a[:, loader + 4]) / 1e3:.2f}")
     per_tile = (a[:, 4] - a[:, 2]) / 1e3 / np.maximum(tiles, 1)
