@@ -9,8 +9,9 @@ segment's Q landed, its first tile's softmax done, the last segment's loop done,
 kernel's end; the loader warp: its entry, its first tile's copies issued, its last.
 Per CTA also the tiles and segments it ran; in segment mode the shares' scan in steps
 (batch_size landed, the first pass, the share's arithmetic, its first sequence found), the
-loader's first segment and first page id, and the math's first S^T (issued, retired).  Prints each phase's median [5th percentile,
-max] over the CTAs, the spread of entry times, the CTAs' end times and the µs a tile.
+loader's first segment and first page id, and the math's first S^T (issued, retired).
+Prints each phase's median [5th percentile, max] over the CTAs, the spread of entry times,
+the CTAs' end times and the µs a tile.
 
     PYTHONPATH=.:tests python3 tools/narrow_phases.py [--rows 16|32] [--cases CASE[:P] ...]
 """
@@ -33,7 +34,8 @@ def instrumented_source(name, consumers):
     src = f"__device__ unsigned long long g_prof[8192][{SLOTS}];\n" + src
     cta = "g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
     src = insert(src, "    const int warp = tid >> 5, lane = tid & 31;\n", stamp(0))
-    # inside sequence_shares (segment mode): batch_size landed, the first pass's scan, the second's
+    # inside sequence_shares (segment mode): batch_size landed, the first pass's scan, the share's
+    # arithmetic, its first sequence found
     src = insert(src, "    const int batch = static_cast<int>(min(load_i64_now(scalar_args), static_cast<i64>(host_batch)));\n",
                  stamp(10, cond="batch >= 0"))
     src = insert(src, "    SharesWalk w{};\n", stamp(11))
