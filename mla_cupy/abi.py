@@ -201,6 +201,10 @@ DECODE = Abi("mla_decode", (
       "z below it, schedule.pair_grid_z)"),
     P("seg_info", "int*", "[T, 4] segment mode: per token its sequence's first partial, partials and "
       "the token's row offset in them; null in split mode", nullable=True),
+    P("schedule", "unsigned char*", "[CTAs, SCHEDULE_RECORD_BYTES] a DecodeSchedule's records (segment mode): "
+      "each CTA's work, written or read as schedule_mode says; null: none", nullable=True),
+    P("schedule_mode", "int", "decode_schedule.FIND (0): each CTA finds its work; WRITE: finds it and "
+      "writes its record; READ: reads its record"),
     # sparse mode (null / 0 when dense)
     P("d_indices", "const int*", "[T, indices_stride] encoded rows block * page_size + slot", nullable=True),
     P("topk_lengths", "const int*", "[B] or null", nullable=True),

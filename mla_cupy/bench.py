@@ -281,6 +281,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-invariant", action="store_true",
                    help=f"also time mla_cupy with batch_invariant=True (entry {BATCH_INVARIANT_IMPL!r}), "
                         "to see its cost against the default split")
+    p.add_argument("--schedule", choices=("step", "call", "both"), default="step",
+                   help="step (default): mla_cupy's calls share a DecodeSchedule, as a model's layers do "
+                        "within a decode step (the peers' metadata and plan are likewise made outside the "
+                        "timed calls); call: each call finds its work; both: also time the latter, as "
+                        f"entry {SCHEDULE_PER_CALL_IMPL!r}")
     p.add_argument("--repeats", type=int, default=30, help=f"timed repeats (>= {MIN_REPEATS})")
     p.add_argument("--eager-calls", type=int, default=50, help="back-to-back calls for the eager time")
     p.add_argument("--check-seqs", type=int, default=4, help="sequences checked against the reference")
@@ -500,7 +505,8 @@ def run(cases, args) -> dict:
         except Exception as e:  # noqa: BLE001 - one failing case must not stop the table
             row["impls"]["mla_cupy"] = dict(status="error", reason=_one_line(e))
         finish_row(row)
-        extra = [BATCH_INVARIANT_IMPL] if getattr(args, "batch_invariant", False) else []
+        extra = [SCHEDULE_PER_CALL_IMPL] if getattr(args, "schedule", "step") == "both" else []
+        extra += [BATCH_INVARIANT_IMPL] if getattr(args, "batch_invariant", False) else []
         print(format_row(row, extra + [p.name for p in peers]), flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
     return report
@@ -512,7 +518,10 @@ def bench_case(case, row, peers, timer, ceilings, args) -> None:
     t0 = time.perf_counter()
     expected = reference_rows(case, inputs, picked)
     row["check"] = dict(sequences=picked, reference_s=round(time.perf_counter() - t0, 3))
-    impls = [("mla_cupy", lambda: ours(case, inputs), None)]
+    per_step = getattr(args, "schedule", "step") != "call"
+    impls = [("mla_cupy", lambda: ours(case, inputs, schedule=per_step), None)]
+    if getattr(args, "schedule", "step") == "both":
+        impls.append((SCHEDULE_PER_CALL_IMPL, lambda: ours(case, inputs, schedule=False), None))
     if getattr(args, "batch_invariant", False):
         impls.append((BATCH_INVARIANT_IMPL, lambda: ours(case, inputs, batch_invariant=True), None))
     impls += [(p.name, (lambda p=p: p.prepare(case, inputs)), p.available() or p.unsupported(case))
@@ -663,13 +672,17 @@ def sparse_indices(case, table, counts, draw: _Draw):
 
 
 BATCH_INVARIANT_IMPL = "mla_cupy[batch_invariant]"
+SCHEDULE_PER_CALL_IMPL = "mla_cupy[schedule per call]"
 
 
-def ours(case, inputs, batch_invariant=False):
+def ours(case, inputs, batch_invariant=False, schedule=True):
     """(timed call, checked call -> (out, lse), extra fields) of mla_cupy's serving path
-    (``batch_invariant``: the fixed split of docs/spec.md §10)."""
+    (``batch_invariant``: the fixed split of docs/spec.md §10).  ``schedule``: the calls
+    share one DecodeSchedule, as a decode step's layers do: the first call (the
+    checked one, untimed) writes it and the timed calls read it."""
     import cupy
 
+    from .decode_schedule import DecodeSchedule
     from .dispatch import generic_flare_mla_decode_kv_cache_ragged
     from .scalar_args import pack_scalar_args
     kv = inputs.kv
@@ -684,14 +697,16 @@ def ours(case, inputs, batch_invariant=False):
         kw.update(sparse_mla=True, d_indices=inputs.d_indices, indices_stride=case.sparse_topk,
                   fold_shared_index=case.fold)
 
+    step = DecodeSchedule() if schedule else None
+
     def call(with_lse=False):
         generic_flare_mla_decode_kv_cache_ragged(inputs.q, inputs.offsets, kv, 0, inputs.scale, out,
-                                                 sa, lse=lse if with_lse else None, **kw)
+                                                 sa, lse=lse if with_lse else None, schedule=step, **kw)
 
     def result():
         call(with_lse=True)
         return out, lse
-    return call, result, dict(num_partitions=sa.num_partitions)
+    return call, result, dict(num_partitions=sa.num_partitions, schedule="step" if schedule else "call")
 
 
 # ------------------------------------------------------------------ check

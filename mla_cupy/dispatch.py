@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from . import abi, checked, compiler, environment, records
+from . import abi, checked, compiler, decode_schedule, environment, records
 from . import validate as V
 from .arrays import is_torch, to_cupy
 from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch, check_aligned,
@@ -39,7 +39,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         indices_stride=0, topk_lengths=None, attn_sink_ptr=None, extra_k=None,
         extra_d_indices=None, extra_indices_stride=0, extra_topk_lengths=None,
         extra_scales_ptr=None, num_partitions_in=None, logical_indices=None, lse=None,
-        stream=None, backend=None, batch_invariant=False, validate=None) -> None:
+        stream=None, backend=None, batch_invariant=False, validate=None, schedule=None) -> None:
     """MLA decode over a ragged batch against a paged latent cache (docs/spec.md).
 
     Writes ``output`` ``[T, H, 512]`` (and ``lse`` ``[T, H]`` float32 when given).
@@ -61,6 +61,10 @@ def generic_flare_mla_decode_kv_cache_ragged(
     entries and indices raises ValueError before the decode (one
     device-to-host copy; docs/spec.md §11); the default ``"host"`` checks
     shapes and dtypes only.
+
+    ``schedule``: a :class:`~mla_cupy.DecodeSchedule` shared by the calls of one
+    decode step (a model's layers): the first call after its ``reset()`` writes the
+    work each CTA found, the later ones read it (docs/spec.md §12).
     """
     # Checked mode: every call takes the full path (its device check reads
     # values, which change between calls).
@@ -81,7 +85,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         except TypeError:   # an unhashable argument: validation reports it
             plan = hit = None
         if plan is not None:
-            plan.launch_with(ptrs, handle)
+            plan.launch_with(ptrs, handle, schedule=schedule)
             return
     plan, ptrs, handle = _build_plan(
         False, q, input_row_offsets, kv_collection, layer_idx, scale, output, scalar_args_buf,
@@ -97,7 +101,7 @@ def generic_flare_mla_decode_kv_cache_ragged(
         _remember(_eager_plans, hit[0], plan)
     if plan.precheck is not None:
         plan.precheck(handle)
-    plan.launch_with(ptrs, handle)
+    plan.launch_with(ptrs, handle, schedule=schedule)
 
 
 def plan_decode(*args, **kwargs) -> DecodePlan:
@@ -114,6 +118,9 @@ def plan_decode(*args, **kwargs) -> DecodePlan:
     kernels now, so a first ``run`` inside a CUDA-graph capture is safe."""
     bound = _ENTRY_SIGNATURE.bind(*args, **kwargs)
     bound.apply_defaults()
+    if bound.arguments.pop("schedule") is not None:
+        raise TypeError("plan_decode: schedule is an argument of plan.run (one a decode step), "
+                        "not of the plan")
     plan, ptrs, _ = _build_plan(True, **bound.arguments)
     plan.bind(ptrs, bound.arguments["stream"])
     return plan
@@ -315,9 +322,16 @@ def _build_plan(
                                 device_id=device_id, num_tokens=num_tokens, host_batch=host_batch,
                                 q_max_seq_len=q_max_seq_len, mask=mask, window=window, fold=fold)
 
+    # segment mode's shares are what a DecodeSchedule keeps (the array addresses: at each launch)
+    schedule_key = decode_schedule.ScheduleKey(
+        device_id=device_id, kernel=key.name, ctas=segments, host_batch=host_batch,
+        window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
+        page_size=kv_collection.page_size, input_row_offsets=0, cache_lengths=0,
+        scalar_args=0) if segments else None
     return DecodePlan(variant=key.name, decode=decode_launch, combine=combine_launch, noop=False,
                       workspace=(o_part, lse_part) if o_part is not None else None,
-                      precheck=precheck if full_check else None, **plan_args), ptrs, handle
+                      precheck=precheck if full_check else None, schedule_key=schedule_key,
+                      **plan_args), ptrs, handle
 
 
 def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, mask="causal",
@@ -594,7 +608,7 @@ def decode_launch_args(given: dict, work: dict, kv, sparse, tiling, *, layer_idx
         page_size=kv.page_size, lookup_stride=kv.lookup_table.shape[1], window=window,
         num_tokens=num_tokens, scale_log2=scale * LOG2E, group_rows=tiling.group_rows,
         group_tiles=tiling.group_tiles, split_len=split_len, segment_ctas=segment_ctas,
-        host_batch=host_batch, seg_info=seg_info,
+        host_batch=host_batch, seg_info=seg_info, schedule=None, schedule_mode=decode_schedule.FIND,
         indices_stride=sparse.indices_stride if sparse is not None else 0,
         extra_stride=sparse.extra_indices_stride if sparse is not None else 0,
         main_rows_total=kv.num_blocks * kv.page_size,

@@ -23,7 +23,7 @@ import ctypes
 import sys
 import threading
 
-from . import abi, driver, environment
+from . import abi, decode_schedule, driver, environment
 from .arrays import dtype_name, is_cupy_type
 from .validate import _device_of, _is_c_contiguous
 
@@ -189,6 +189,19 @@ def _driver_launch_ex(*args):
 _launch_kernel_ex = _driver_launch_ex
 
 
+def allocate_device_bytes(device_id: int, nbytes: int):
+    """A new uint8 device array (the CPU tests replace it)."""
+    import cupy
+    with cupy.cuda.Device(device_id):
+        return cupy.empty(nbytes, dtype=cupy.uint8)
+
+
+def stream_capturing(handle: int) -> bool:
+    """Whether the stream ``handle`` is capturing a CUDA graph (the CPU tests replace it)."""
+    from cupy.cuda import runtime
+    return bool(runtime.streamIsCapturing(handle))
+
+
 def current_device() -> int:
     from cupy.cuda import runtime
     return runtime.getDevice()
@@ -281,7 +294,7 @@ class DecodePlan:
 
     def __init__(self, *, device_id: int, variant: str, num_partitions: int, decode, combine,
                  run_signatures: tuple, noop: bool, stream=None, refs=(), workspace=None,
-                 precheck=None):
+                 precheck=None, schedule_key=None):
         self.device_id = device_id
         self.variant = variant
         self.num_partitions = num_partitions
@@ -297,6 +310,9 @@ class DecodePlan:
         self.precheck = precheck
         self._lock = threading.Lock()
         self._written = None                 # the full address tuple last written, if any
+        # decode_schedule.ScheduleKey of a decode that keeps DecodeSchedule records (its
+        # array addresses are read from the slots at each launch), else None
+        self.schedule_key = schedule_key
 
     @property
     def grid(self):
@@ -307,8 +323,10 @@ class DecodePlan:
         return (f"DecodePlan({self.variant}, device={self.device_id}, grid={self.grid}, "
                 f"num_partitions={self.num_partitions}{', noop' if self.noop else ''})")
 
-    def run(self, q, output, lse=None, *, stream=None) -> None:
-        """Launch the planned call on ``q`` and ``output`` (and ``lse``); see the class."""
+    def run(self, q, output, lse=None, *, stream=None, schedule=None) -> None:
+        """Launch the planned call on ``q`` and ``output`` (and ``lse``); see the class.
+        ``schedule``: a :class:`~mla_cupy.DecodeSchedule` shared by the calls of one
+        decode step (the first writes the work it found, the others read it)."""
         sig_q, ptr_q = array_info(q)
         sig_o, ptr_o = array_info(output)
         sig_l, ptr_l = array_info(lse)
@@ -320,7 +338,7 @@ class DecodePlan:
         handle = stream_handle(self._stream if stream is None else stream, q, self.device_id)
         if self.precheck is not None:
             self.precheck(handle)
-        self.launch_with((ptr_q, ptr_o, ptr_l), handle, run_only=True)
+        self.launch_with((ptr_q, ptr_o, ptr_l), handle, run_only=True, schedule=schedule)
 
     def _mismatch(self, arrays, sigs):
         from . import validate as V
@@ -335,17 +353,39 @@ class DecodePlan:
             raise ValueError(f"{name}: expected {describe_signature(want)} as planned, "
                              f"got {describe_signature(got)}")
 
-    def launch_with(self, ptrs, handle, *, run_only: bool = False) -> None:
+    def launch_with(self, ptrs, handle, *, run_only: bool = False, schedule=None) -> None:
         """Write the addresses ``ptrs`` (of :data:`ARRAY_PARAMS`, in that order;
-        only the first RUN_ARRAYS when ``run_only``) into the slots and launch:
-        the entry points' path on a memoised plan, and ``run``'s."""
+        only the first RUN_ARRAYS when ``run_only``) and the ``schedule``'s into the
+        slots and launch: the entry points' path on a memoised plan, and ``run``'s."""
+        if schedule is not None and not isinstance(schedule, decode_schedule.DecodeSchedule):
+            raise TypeError(f"schedule: expected a mla_cupy.DecodeSchedule or None, got {type(schedule).__name__}")
         if self.noop:
             return
         with self._lock:
             if ptrs != self._written:   # a decode loop passes the same arrays: nothing to write
                 self._write(ptrs, run_only)
                 self._written = ptrs if not run_only else None
+            self._set_schedule(schedule, handle)
             self._launch_all(handle)
+
+    def _set_schedule(self, schedule, handle) -> None:
+        """The decode's schedule and schedule_mode slots for this launch (raises
+        before the launch when the schedule was written by another kind of call)."""
+        d = self._decode
+        at, mode = d.abi.slot("schedule"), d.abi.slot("schedule_mode")
+        if schedule is None or self.schedule_key is None:
+            d.slots[at], d.slots[mode] = 0, decode_schedule.FIND
+            return
+        slots = d.slots
+        key = self.schedule_key._replace(
+            input_row_offsets=slots[d.abi.slot("input_row_offsets")],
+            cache_lengths=slots[d.abi.slot("cache_lengths")], scalar_args=slots[d.abi.slot("scalar_args")])
+        address, how = schedule.bind(key, capturing=stream_capturing(handle), allocate=self._allocate_schedule)
+        d.slots[at], d.slots[mode] = address, how
+
+    def _allocate_schedule(self, nbytes: int):
+        x = allocate_device_bytes(self.device_id, nbytes)
+        return x, array_info(x)[1]
 
     def bind(self, ptrs, stream) -> None:
         """Fix every address (plan_decode) and ``run``'s default stream."""

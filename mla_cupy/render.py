@@ -22,7 +22,7 @@ import typing
 
 import jinja2
 
-from . import abi, environment, records
+from . import abi, decode_schedule, environment, records
 from .schedule import PAIR_MAX_JOBS
 from .variants import (HOPPER_BYTE_LAYOUTS, QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout,
                        Mask, QuantizeKey, Schedule, Sparsity)
@@ -359,6 +359,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         q_kind_enum=cpp_enum(QKind, "QKind", "Q_KIND", q_kind(key)),
         record_constants=records.kernel_constants(key.layout, key.d_qk),
         q_row_bytes=q_row_bytes(key), decode_params=abi.DECODE.signature(),
+        schedule_constants=decode_schedule.kernel_constants(),
         raw=records.is_byte_record(key.layout), is_fp16=key.layout is not Layout.BF16,
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",

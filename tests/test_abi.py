@@ -139,10 +139,12 @@ def test_combine_signature_and_launch_tuple_agree(out_dtype):
 
 def test_array_params_are_the_kernels_pointers():
     """Every address a plan writes per call lands in a pointer parameter; every
-    pointer parameter but the plan's own workspace (seg_info lies in it) is one of them."""
-    for kernel_abi in (abi.DECODE, abi.COMBINE):
+    pointer parameter but the plan's own workspace (seg_info lies in it) and the decode's
+    DecodeSchedule (set at each launch) is one of them."""
+    for kernel_abi, own in ((abi.DECODE, {"o_part", "lse_part", "seg_info", "schedule"}),
+                            (abi.COMBINE, {"o_part", "lse_part", "seg_info"})):
         pointers = {p.name for p in kernel_abi.params if p.is_pointer}
-        assert pointers - set(ARRAY_PARAMS) == {"o_part", "lse_part", "seg_info"}, kernel_abi.kernel
+        assert pointers - set(ARRAY_PARAMS) == own, kernel_abi.kernel
     assert set(ARRAY_PARAMS) <= {p.name for p in abi.DECODE.params if p.is_pointer}
     assert ARRAY_PARAMS[:RUN_ARRAYS] == ("q", "out", "lse")
 

@@ -477,7 +477,7 @@ def test_bench_case_checks_before_timing(monkeypatch, wrong):
         out = out.copy()
         out[case.num_tokens - 1] += 1.0          # the last sequence is always checked
     monkeypatch.setattr(B, "build_inputs", lambda c: inputs)
-    monkeypatch.setattr(B, "ours", lambda c, i: ((lambda: None), (lambda: (out, lse)),
+    monkeypatch.setattr(B, "ours", lambda c, i, schedule=True: ((lambda: None), (lambda: (out, lse)),
                                                  dict(num_partitions=3)))
     peers = [FakePeer(available="fake not importable: no"),
              FakePeer(result=lambda: (_full_reference(case, inputs)[0], None))]
@@ -506,8 +506,8 @@ def test_batch_invariant_is_timed_as_its_own_entry_and_is_no_peer(monkeypatch):
     out, lse = _full_reference(case, inputs)
     seen = []
 
-    def fake_ours(c, i, batch_invariant=False):
-        seen.append(batch_invariant)
+    def fake_ours(c, i, batch_invariant=False, schedule=True):
+        seen.append((batch_invariant, schedule))
         return (lambda: None), (lambda: (out, lse)), dict(num_partitions=16 if batch_invariant else 3)
     monkeypatch.setattr(B, "build_inputs", lambda c: inputs)
     monkeypatch.setattr(B, "ours", fake_ours)
@@ -515,12 +515,18 @@ def test_batch_invariant_is_timed_as_its_own_entry_and_is_no_peer(monkeypatch):
     args = parse("--batch-invariant")
     B.bench_case(case, row, [], FakeTimer(), CEILINGS, args)
     B.finish_row(row)
-    assert seen == [False, True]
+    assert seen == [(False, True), (True, True)]
     bi = row["impls"][B.BATCH_INVARIANT_IMPL]
     assert bi["status"] == "ok" and bi["num_partitions"] == 16
     assert row["ratio"] is None     # not a peer
     assert f"| {B.BATCH_INVARIANT_IMPL} " in B.format_row(row, [B.BATCH_INVARIANT_IMPL])
     assert not parse().batch_invariant
+    # --schedule: the step's shared DecodeSchedule (default), each call's own, or both rows
+    for flag, want in (("call", [(False, False)]), ("both", [(False, True), (False, False)])):
+        seen.clear()
+        row = B.case_row(case, CEILINGS)
+        B.bench_case(case, row, [], FakeTimer(), CEILINGS, parse("--schedule", flag))
+        assert seen == want and (B.SCHEDULE_PER_CALL_IMPL in row["impls"]) == (flag == "both")
 
 
 # ------------------------------------------------------------------ GPU
@@ -545,7 +551,7 @@ def test_peer_that_raises_is_na_and_the_run_goes_on(monkeypatch):
     inputs = B.build_inputs(case, np)
     out, lse = _full_reference(case, inputs)
     monkeypatch.setattr(B, "build_inputs", lambda c: inputs)
-    monkeypatch.setattr(B, "ours", lambda c, i: ((lambda: None), (lambda: (out, lse)), {}))
+    monkeypatch.setattr(B, "ours", lambda c, i, schedule=True: ((lambda: None), (lambda: (out, lse)), {}))
 
     class Raising(FakePeer):
         name = "raising"
