@@ -10,9 +10,11 @@ tools/results/NOTES.md session 30).  With a schedule, the first call of a step f
 the work as always and each CTA writes its record; the later calls load the record.
 
 Which calls keep a record: the narrow kernel in segment mode (docs/spec.md §7: a share
-of the batch's key tiles a CTA).  Elsewhere a call given a schedule runs as without
-one: the schedule is a cache of what a call would compute, never an input that
-changes results (the same inputs give bit-identical outputs with or without it).
+of the batch's key tiles a CTA, the walk of sequence_shares) and the dense ring and
+seesaw kernels (a CTA's split length, place and sequence: cta_split's sums and
+cta_sequence's ranking over the batch).  Elsewhere a call given a schedule runs as
+without one: the schedule is a cache of what a call would compute, never an input
+that changes results (the same inputs give bit-identical outputs with or without it).
 
 No CuPy import at module level (the CPU tests use it with stand-ins).
 """
@@ -99,12 +101,14 @@ class DecodeSchedule:
 
 class ScheduleKey(NamedTuple):
     """What a schedule's records depend on besides the lengths' values: the kernel,
-    its grid, the host batch, the window, the page size (tiles start on a TMA box of
-    it) and the addresses of the arrays the work is found from."""
+    its grid's CTAs, the host batch, the split length parameter, the window, the page
+    size (tiles start on a TMA box of it) and the addresses of the arrays the work is
+    found from."""
     device_id: int
     kernel: str
     ctas: int
     host_batch: int
+    split_len: int
     window: int
     page_size: int
     input_row_offsets: int
@@ -113,6 +117,6 @@ class ScheduleKey(NamedTuple):
 
     def describe(self) -> str:
         return (f"{self.kernel} on device {self.device_id}, {self.ctas} CTAs, host batch {self.host_batch}, "
-                f"window {self.window}, page size {self.page_size}, input_row_offsets at "
+                f"split_len {self.split_len}, window {self.window}, page size {self.page_size}, input_row_offsets at "
                 f"{self.input_row_offsets:#x}, cache_lengths at {self.cache_lengths:#x}, scalar_args at "
                 f"{self.scalar_args:#x}")

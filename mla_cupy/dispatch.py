@@ -322,12 +322,12 @@ def _build_plan(
                                 device_id=device_id, num_tokens=num_tokens, host_batch=host_batch,
                                 q_max_seq_len=q_max_seq_len, mask=mask, window=window, fold=fold)
 
-    # segment mode's shares are what a DecodeSchedule keeps (the array addresses: at each launch)
-    schedule_key = decode_schedule.ScheduleKey(
-        device_id=device_id, kernel=key.name, ctas=segments, host_batch=host_batch,
+    ctas = schedule_records(key, segments, decode_launch.grid)
+    schedule_key = decode_schedule.ScheduleKey(   # (the array addresses: at each launch)
+        device_id=device_id, kernel=key.name, ctas=ctas, host_batch=host_batch, split_len=split_len,
         window=local_window_size if mask is Mask.SLIDING_WINDOW_CAUSAL else 0,
         page_size=kv_collection.page_size, input_row_offsets=0, cache_lengths=0,
-        scalar_args=0) if segments else None
+        scalar_args=0) if ctas else None
     return DecodePlan(variant=key.name, decode=decode_launch, combine=combine_launch, noop=False,
                       workspace=(o_part, lse_part) if o_part is not None else None,
                       precheck=precheck if full_check else None, schedule_key=schedule_key,
@@ -533,6 +533,18 @@ def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
 # the split the host chose (an even batch's aligned cut gives each sequence about
 # that many pieces: 16 for 8 sequences of 8K keys); more are merged in turns.
 SEGMENT_COMBINE_PARTS = 2
+
+
+def schedule_records(key: DecodeKey, segments: int, grid) -> int:
+    """The records a DecodeSchedule keeps for this decode (0: none; docs/spec.md §12):
+    one a share in segment mode (the narrow kernel's SharesWalk), one a CTA for the
+    dense ring and seesaw kernels (cta_work: split length, place, sequence)."""
+    if segments:
+        return segments
+    if (key.backend is Backend.HOPPER and key.schedule in (Schedule.RING, Schedule.SEESAW)
+            and key.sparsity is Sparsity.DENSE):
+        return grid[0] * grid[1] * grid[2]
+    return 0
 
 
 def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, batch_invariant: bool,

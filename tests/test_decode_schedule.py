@@ -65,13 +65,29 @@ def test_the_first_call_of_a_step_writes_and_the_others_read(launches):
 
 
 def test_calls_without_records_leave_the_schedule_unwritten(launches):
-    """The ring (64 heads) keeps no records: it runs as without a schedule, and the
+    """The portable kernels keep no records: they run as without a schedule, and the
     schedule stays for the step's first call of a kernel that keeps them."""
     s = DecodeSchedule()
-    generic_flare_mla_decode_kv_cache_ragged(**call_args(64), schedule=s)
+    args = call_args(16)
+    generic_flare_mla_decode_kv_cache_ragged(**args, backend="portable", schedule=s)
+    assert "_hopper" not in launches[0].kernel_name
     assert schedule_slots(launches[0]) == (0, decode_schedule.FIND) and not s.written
-    generic_flare_mla_decode_kv_cache_ragged(**call_args(16), schedule=s)
+    generic_flare_mla_decode_kv_cache_ragged(**args, schedule=s)
     assert schedule_slots(launches[-2])[1] == decode_schedule.WRITE
+
+
+@pytest.mark.parametrize("heads,suffix", [(64, "_hopper"), (128, "_hopper_seesaw")])
+def test_ring_and_seesaw_keep_a_record_a_cta(launches, heads, suffix):
+    """The dense ring and seesaw kernels keep each CTA's split and sequence (cta_work):
+    one record a CTA of the whole grid."""
+    s, args = DecodeSchedule(), call_args(heads)
+    for _ in range(2):
+        generic_flare_mla_decode_kv_cache_ragged(**args, schedule=s)
+    decodes = launches[0::2]
+    assert all(d.kernel_name.endswith(suffix) for d in decodes), [d.kernel_name for d in decodes]
+    grid = decodes[0].grid
+    assert [schedule_slots(d)[1] for d in decodes] == [decode_schedule.WRITE, decode_schedule.READ]
+    assert s._capacity == grid[0] * grid[1] * grid[2] * decode_schedule.RECORD_BYTES
 
 
 @pytest.mark.parametrize("other", ["cache_lengths", "input_row_offsets", "page_size", "grid"])
@@ -135,4 +151,4 @@ def test_the_kernels_constants_are_the_hosts():
     src = render(DecodeKey(tile_rows=16, backend="hopper", schedule="narrow"))
     assert decode_schedule.kernel_constants() in src
     assert f"SCHEDULE_RECORD_BYTES = {decode_schedule.RECORD_BYTES};" in src
-    assert "schedule_mode == SCHEDULE_READ" in src and "write_shares(schedule, walk)" in src
+    assert "schedule_mode == SCHEDULE_READ" in src and "write_record(schedule, blockIdx.y, walk)" in src

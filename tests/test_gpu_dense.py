@@ -384,14 +384,18 @@ def test_cuda_graph_replay_with_smaller_batch(compiled_kernels, rng):
         assert (got[4:] == 7).all() and (lse.get()[4:] == 7).all()
 
 
-@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 700)])
-def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypatch, mask, window):
-    """A DecodeSchedule (docs/spec.md §12): segment mode's first call of a step writes
-    each CTA's share and the later calls read it, with outputs and lse bit-identical to
-    a call without one (and matching the reference); the next step's shorter lengths,
-    written in place after reset(), give the new answer; through a captured graph
-    whose first call writes and second reads, replays after new lengths are written
-    are right too.  Outputs and the workspace are NaN-filled first."""
+@pytest.mark.parametrize("num_heads,mask,window", [
+    (16, "causal", -1), (16, "sliding_window_causal", 700), (64, "causal", -1), (128, "causal", -1),
+    (128, "sliding_window_causal", 700)])
+def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypatch, num_heads, mask, window):
+    """A DecodeSchedule (docs/spec.md §12): the first call of a step writes each CTA's
+    work (16 heads: segment mode's share; 64 and 128: the ring's and the seesaw's split
+    and sequence) and the later calls read it, with outputs and lse bit-identical to
+    a call without one (and matching the reference).  The next step (reset()) has a
+    smaller device batch (sa.update) and, under the causal mask, shorter lengths
+    written in place (a window's pages outside it are sentinel ids, so its lengths
+    stay); then a captured graph whose first call writes and second reads is replayed
+    after each step's values land.  Outputs and the workspace are NaN-filled first."""
     import dataclasses
 
     import cupy
@@ -399,67 +403,78 @@ def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypat
     monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
     monkeypatch.setattr(dispatch, "_workspaces", {})
     monkeypatch.setattr(dispatch, "_eager_plans", {})
-    B = 24
-    case = make_case(rng, seq_lens=[1] * B, cache_lens=list(rng.integers(1, 20000, B)), num_heads=16,
-                     page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window, sink="random")
+    B, B2, H = 24, 17, num_heads
+    case = make_case(rng, seq_lens=[1] * B, cache_lens=list(rng.integers(1, 20000 if H == 16 else 3000, B)),
+                     num_heads=H, page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window,
+                     sink="random")
     tol = tolerance_for(case)
     kv = case.collection(cupy)
     q, offs = cupy.asarray(case.q), cupy.asarray(case.input_row_offsets)
     sink = cupy.asarray(case.attn_sink)
-    sa = pack_scalar_args(B, 1, kv.max_cache_length, 16, window=window if window > 0 else None)
-    outs = [nan_filled((B, 16, 512), case.out_dtype) for _ in range(4)]
-    lses = [nan_filled((B, 16), np.float32) for _ in range(4)]
+    sa = pack_scalar_args(B, 1, kv.max_cache_length, H, window=window if window > 0 else None)
+    outs = [nan_filled((B, H, 512), case.out_dtype) for _ in range(3)]
+    lses = [nan_filled((B, H), np.float32) for _ in range(3)]
     kw = dict(mask_str=mask, local_window_size=window, attn_sink_ptr=sink)
 
     def call(i, schedule=None, stream=None):
         generic_flare_mla_decode_kv_cache_ragged(q, offs, kv, 0, case.scale, outs[i], sa, lse=lses[i],
                                                  schedule=schedule, stream=stream, **kw)
 
-    def check(c, i, what):
-        cmp = compare(outs[i].get().astype(np.float32), lses[i].get(), *reference(c), tol=tol)
+    refs = {}
+
+    def check(c, i, batch, what):
+        key = c.cache_lengths.tobytes()
+        if key not in refs:
+            refs[key] = reference(c)
+        ref_out, ref_lse = refs[key]
+        cmp = compare(outs[i].get()[:batch].astype(np.float32), lses[i].get()[:batch], ref_out[:batch],
+                      ref_lse[:batch], tol=tol)
         assert cmp.ok, f"{c.describe()} {what}: {cmp.message}"
+
+    def next_step(batch, lens, stream=None):
+        sa.update(batch, stream=stream)
+        kv.cache_lengths[...] = cupy.asarray(lens)
+        for i in range(3):
+            fill_nan(outs[i])
+            fill_nan(lses[i])
+        return dataclasses.replace(case, cache_lengths=lens)
 
     s = DecodeSchedule()
     call(0)
     call(1, s)
     call(2, s)
-    hopper = assert_schedule_ran(list(dispatch._eager_plans.values()), "_hopper_narrow", case.describe())
+    suffix = {16: "_hopper_narrow", 64: "_hopper", 128: "_hopper_seesaw"}[H]
+    hopper = assert_schedule_ran(list(dispatch._eager_plans.values()), suffix, case.describe())
     assert s.written == hopper, case.describe()
-    check(case, 0, "no schedule")
+    check(case, 0, B, "no schedule")
     for i in (1, 2):
         assert (outs[i].view(np.uint16) == outs[0].view(np.uint16)).all(), (case.describe(), i)
         assert (lses[i].view(np.uint32) == lses[0].view(np.uint32)).all(), (case.describe(), i)
-    # the next step: shorter lengths in the same array, the same pages
-    new_lens = np.maximum(1, (case.cache_lengths * rng.uniform(0.2, 1.0, B)).astype(case.cache_lengths.dtype))
-    step = dataclasses.replace(case, cache_lengths=new_lens)
-    kv.cache_lengths[...] = cupy.asarray(new_lens)
+    shorter = case.cache_lengths
+    if mask == "causal":
+        shorter = np.maximum(1, (case.cache_lengths * rng.uniform(0.2, 1.0, B)).astype(case.cache_lengths.dtype))
+    step = next_step(B2, shorter)
     s.reset()
-    for i in range(4):
-        fill_nan(outs[i])
-        fill_nan(lses[i])
     call(1, s)
     call(2, s)
-    check(step, 1, "step 2, written")
-    check(step, 2, "step 2, read")
-    # a captured graph of the step's two calls; replayed after each step's lengths land
+    check(step, 1, B2, "step 2, written")
+    check(step, 2, B2, "step 2, read")
+    # a captured graph of a step's two calls (planned with the full batch), replayed
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
+        next_step(B, case.cache_lengths, stream)
         s.reset()
         stream.begin_capture()
         call(1, s, stream)
         call(2, s, stream)
         graph = stream.end_capture()
-    for lens in (case.cache_lengths, new_lens[::-1].copy()):
+    for batch, lens in ((B, case.cache_lengths), (B2, shorter)):
         with stream:
-            kv.cache_lengths[...] = cupy.asarray(np.minimum(lens, case.cache_lengths))
-            for i in (1, 2):
-                fill_nan(outs[i])
-                fill_nan(lses[i])
+            step = next_step(batch, lens, stream)
             graph.launch(stream)
         stream.synchronize()
-        replayed = dataclasses.replace(case, cache_lengths=np.minimum(lens, case.cache_lengths))
-        check(replayed, 1, "graph, written")
-        check(replayed, 2, "graph, read")
+        check(step, 1, batch, "graph, written")
+        check(step, 2, batch, "graph, read")
 
 
 def test_torch_tensors_in_and_out(compiled_kernels, rng):
