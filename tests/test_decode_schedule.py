@@ -146,9 +146,11 @@ def test_a_schedule_of_another_type_is_refused(launches):
 
 
 def test_the_kernels_constants_are_the_hosts():
-    """The record size and modes the narrow kernel is rendered with, and a SharesWalk
-    that fits a record (static_assert in the source; test_compile compiles it)."""
+    """The record size and modes the narrow kernel is rendered with, and a share's
+    record (its walk and first sequence) that fits one (read_record's static_assert;
+    test_compile compiles it)."""
     src = render(DecodeKey(tile_rows=16, backend="hopper", schedule="narrow"))
     assert decode_schedule.kernel_constants() in src
     assert f"SCHEDULE_RECORD_BYTES = {decode_schedule.RECORD_BYTES};" in src
-    assert "schedule_mode == SCHEDULE_READ" in src and "write_record(schedule, blockIdx.y, walk)" in src
+    assert "schedule_mode == SCHEDULE_READ" in src and "write_record(schedule, blockIdx.y, r)" in src
+    assert "read_record<ShareRecord>(schedule, blockIdx.y)" in src
