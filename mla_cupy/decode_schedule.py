@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # What the decode kernels do with the ``schedule`` argument (abi.DECODE ``schedule_mode``).
-FIND, WRITE, READ = 0, 1, 2
+FIND, WRITE, READ = 0, 1, 2     # (FIND is 0: plan.py clears the mode's slot to it)
 # One CTA's record: segment mode's walk as sequence_shares returns it (SharesWalk,
 # kernels/common/sequence.cuh.j2, which static_asserts that it fits).
 RECORD_BYTES = 64
@@ -111,6 +111,7 @@ class ScheduleKey(NamedTuple):
     split_len: int
     window: int
     page_size: int
+    # the arrays' addresses: last (plan.py fills them in at each launch)
     input_row_offsets: int
     cache_lengths: int
     scalar_args: int

@@ -313,6 +313,10 @@ class DecodePlan:
         # decode_schedule.ScheduleKey of a decode that keeps DecodeSchedule records (its
         # array addresses are read from the slots at each launch), else None
         self.schedule_key = schedule_key
+        if decode is not None:   # the slots _set_schedule writes at each launch (looked up once)
+            a = decode.abi
+            self._schedule_slots = (a.slot("schedule"), a.slot("schedule_mode"), a.slot("input_row_offsets"),
+                                    a.slot("cache_lengths"), a.slot("scalar_args"))
 
     @property
     def grid(self):
@@ -371,17 +375,15 @@ class DecodePlan:
     def _set_schedule(self, schedule, handle) -> None:
         """The decode's schedule and schedule_mode slots for this launch (raises
         before the launch when the schedule was written by another kind of call)."""
-        d = self._decode
-        at, mode = d.abi.slot("schedule"), d.abi.slot("schedule_mode")
+        slots = self._decode.slots
+        at, mode, offsets, lengths, sa = self._schedule_slots
         if schedule is None or self.schedule_key is None:
-            d.slots[at], d.slots[mode] = 0, decode_schedule.FIND
+            slots[at] = slots[mode] = 0          # (decode_schedule.FIND)
             return
-        slots = d.slots
-        key = self.schedule_key._replace(
-            input_row_offsets=slots[d.abi.slot("input_row_offsets")],
-            cache_lengths=slots[d.abi.slot("cache_lengths")], scalar_args=slots[d.abi.slot("scalar_args")])
-        address, how = schedule.bind(key, capturing=stream_capturing(handle), allocate=self._allocate_schedule)
-        d.slots[at], d.slots[mode] = address, how
+        # (the key's last three fields are these addresses: decode_schedule.ScheduleKey)
+        key = decode_schedule.ScheduleKey(*self.schedule_key[:-3], slots[offsets], slots[lengths], slots[sa])
+        slots[at], slots[mode] = schedule.bind(key, capturing=stream_capturing(handle),
+                                               allocate=self._allocate_schedule)
 
     def _allocate_schedule(self, nbytes: int):
         x = allocate_device_bytes(self.device_id, nbytes)
