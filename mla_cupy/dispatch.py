@@ -346,7 +346,8 @@ def mla_decode(q, kv_collection, input_row_offsets, *, layer_idx=0, scale=None, 
     given; pass it to avoid that device-to-host copy.  ``lse``: a caller's float32
     ``[T, H]`` buffer to write the LSE into (allocated when None and
     ``return_lse``).  Further keyword
-    arguments go to :func:`generic_flare_mla_decode_kv_cache_ragged`.
+    arguments go to :func:`generic_flare_mla_decode_kv_cache_ragged` (among them
+    ``schedule``, a :class:`~mla_cupy.DecodeSchedule` shared by a decode step's calls).
     """
     if not isinstance(kv_collection, PagedKVCollection):
         raise TypeError(f"kv_collection: expected a PagedKVCollection, got {type(kv_collection).__name__}")
