@@ -518,9 +518,9 @@ def bench_case(case, row, peers, timer, ceilings, args) -> None:
     t0 = time.perf_counter()
     expected = reference_rows(case, inputs, picked)
     row["check"] = dict(sequences=picked, reference_s=round(time.perf_counter() - t0, 3))
-    per_step = getattr(args, "schedule", "step") != "call"
-    impls = [("mla_cupy", lambda: ours(case, inputs, schedule=per_step), None)]
-    if getattr(args, "schedule", "step") == "both":
+    schedule = getattr(args, "schedule", "step")
+    impls = [("mla_cupy", lambda: ours(case, inputs, schedule=schedule != "call"), None)]
+    if schedule == "both":
         impls.append((SCHEDULE_PER_CALL_IMPL, lambda: ours(case, inputs, schedule=False), None))
     if getattr(args, "batch_invariant", False):
         impls.append((BATCH_INVARIANT_IMPL, lambda: ours(case, inputs, batch_invariant=True), None))

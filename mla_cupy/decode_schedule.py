@@ -111,10 +111,15 @@ class ScheduleKey(NamedTuple):
     split_len: int
     window: int
     page_size: int
-    # the arrays' addresses: last (plan.py fills them in at each launch)
+    # the arrays' addresses (0 in a plan's key: with_arrays fills them in at each launch)
     input_row_offsets: int
     cache_lengths: int
     scalar_args: int
+
+    def with_arrays(self, input_row_offsets: int, cache_lengths: int, scalar_args: int) -> "ScheduleKey":
+        """This key with a launch's array addresses (a plain constructor call: on the
+        launch path, where ``_replace`` cost ~1 us)."""
+        return ScheduleKey(*self[:-3], input_row_offsets, cache_lengths, scalar_args)
 
     def describe(self) -> str:
         return (f"{self.kernel} on device {self.device_id}, {self.ctas} CTAs, host batch {self.host_batch}, "

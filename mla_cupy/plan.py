@@ -375,13 +375,14 @@ class DecodePlan:
     def _set_schedule(self, schedule, handle) -> None:
         """The decode's schedule and schedule_mode slots for this launch (raises
         before the launch when the schedule was written by another kind of call)."""
+        if self.schedule_key is None:            # keeps no records: the slots stay as packed (null, FIND)
+            return
         slots = self._decode.slots
         at, mode, offsets, lengths, sa = self._schedule_slots
-        if schedule is None or self.schedule_key is None:
+        if schedule is None:
             slots[at] = slots[mode] = 0          # (decode_schedule.FIND)
             return
-        # (the key's last three fields are these addresses: decode_schedule.ScheduleKey)
-        key = decode_schedule.ScheduleKey(*self.schedule_key[:-3], slots[offsets], slots[lengths], slots[sa])
+        key = self.schedule_key.with_arrays(slots[offsets], slots[lengths], slots[sa])
         slots[at], slots[mode] = schedule.bind(key, capturing=stream_capturing(handle),
                                                allocate=self._allocate_schedule)
 
