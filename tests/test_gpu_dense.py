@@ -384,15 +384,17 @@ def test_cuda_graph_replay_with_smaller_batch(compiled_kernels, rng):
         assert (got[4:] == 7).all() and (lse.get()[4:] == 7).all()
 
 
-@pytest.mark.parametrize("num_heads,mask,window", [
-    (16, "causal", -1), (16, "sliding_window_causal", 700), (64, "causal", -1), (128, "causal", -1),
-    (128, "sliding_window_causal", 700)])
-def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypatch, num_heads, mask, window):
+@pytest.mark.parametrize("num_heads,mask,window,layout", [
+    (16, "causal", -1, "bf16"), (16, "sliding_window_causal", 700, "bf16"), (64, "causal", -1, "bf16"),
+    (128, "causal", -1, "bf16"), (128, "sliding_window_causal", 700, "bf16"),
+    (64, "causal", -1, "fp8_ds_mla"), (64, "sliding_window_causal", 700, "fp8")])
+def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypatch, num_heads, mask, window,
+                                                layout):
     """A DecodeSchedule (docs/spec.md §12): the first call of a step writes each CTA's
     work (16 heads: segment mode's share; 64 and 128: the ring's and the seesaw's split
-    and sequence) and the later calls read it, with outputs and lse bit-identical to
-    a call without one (and matching the reference).  The next step (reset()) has a
-    smaller device batch (sa.update) and, under the causal mask, shorter lengths
+    and sequence; the ring's fp8 layouts too) and the later calls read it, with outputs
+    and lse bit-identical to a call without one (and matching the reference).  The next
+    step (reset()) has a smaller device batch (sa.update) and, under the causal mask, shorter lengths
     written in place (a window's pages outside it are sentinel ids, so its lengths
     stay); then a captured graph whose first call writes and second reads is replayed
     after each step's values land.  Outputs and the workspace are NaN-filled first."""
@@ -406,7 +408,7 @@ def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypat
     B, B2, H = 24, 17, num_heads
     case = make_case(rng, seq_lens=[1] * B, cache_lens=list(rng.integers(1, 20000 if H == 16 else 3000, B)),
                      num_heads=H, page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window,
-                     sink="random")
+                     sink="random", layout=layout)
     tol = tolerance_for(case)
     kv = case.collection(cupy)
     q, offs = cupy.asarray(case.q), cupy.asarray(case.input_row_offsets)
