@@ -264,9 +264,14 @@ SEESAW_MIN_ROWS = 65
 # 64-row tile's, and runs by default wherever it applies and was measured faster
 # (H200, page 64, ring -> narrow in the same run; tools/results/NOTES.md sessions 11,
 # 12):
-# - 16-bit caches up to 32 rows: b128 h16 s8192 325.5 -> 310.5 us, b8 h16 41.6 ->
-#   39.1, ds_h16_sq1 ragged 315.6 -> 243.8; ds_h32_sq1 178.6 -> 175.7 (32-row tile),
-#   ds_h16_sq2 179.7 -> 176.5.
+# - 16-bit caches up to 16 rows: b128 h16 s8192 325.5 -> 310.5 us, b8 h16 41.6 ->
+#   39.1, ds_h16_sq1 ragged 315.6 -> 243.8.  Their 17-32-row groups went back to the ring
+#   in session 32, whose 64-row tile (padded) then beat the 32-row narrow tile
+#   (forced ring against auto, two rounds, page 64 bf16 causal unless said, us): ds_h32_sq1
+#   uniform 167.4 vs 173.0, ragged 187.8 vs 190.7, ds_h16_sq2 uniform 167.1 vs 173.5, ragged
+#   188.2 vs 190.0, b128 h24 s8192 303.8 vs 327.0, b64 h32 fp16 170.9 vs 178.0, b64 h32
+#   page 16 ragged 189.3 vs 214.6; the narrow tile kept b8 h32 s8192 (45.5 vs 46.1) and b1
+#   h32 s32768 (35.6 vs 36.2): 1.5% on short splits against 1-12% elsewhere.
 # - dense fp8 records up to 16 rows (the producer warpgroup dequantises them):
 #   fp8_ds_mla b128 h16 367.8 -> 356.1, fp8 (portable before) 399.5 -> 373.9; and up to
 #   32 (session 27, d29a4fb, b128 s8192, auto -> narrow, each checked against the
@@ -286,19 +291,21 @@ SEESAW_MIN_ROWS = 65
 # 59.4 / 58.7 / 60.4, b128 97.2 / 100.7 / 97.3.
 # Sparse bf16 rows run the ring (the narrow kernel reads 16-bit caches by TMA boxes only).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
-NARROW_AUTO_ROWS = 32
+NARROW_AUTO_ROWS = 16                  # dense 16-bit caches
+NARROW_AUTO_RECORD_ROWS = 32           # dense fp8 records
 NARROW_AUTO_SPARSE_ROWS = 16
 NARROW_SPARSE_MIN_SPLIT_KEYS = 2048
 
 
 def narrow_auto_rows(key: DecodeKey, split_keys: int | None = None) -> int:
     """The row groups ``auto`` gives the narrow schedule, at most: NARROW_AUTO_ROWS for dense
-    calls, NARROW_AUTO_SPARSE_ROWS for sparse fp8 records whose splits hold
+    16-bit caches, NARROW_AUTO_RECORD_ROWS for dense fp8 records, NARROW_AUTO_SPARSE_ROWS
+    for sparse fp8 records whose splits hold
     NARROW_SPARSE_MIN_SPLIT_KEYS keys or more (``split_keys``: the most keys a split of
     the call holds; None when no call is planned, as for the CLI's variant lists), none
     (0) for other sparse calls."""
     if key.sparsity is Sparsity.DENSE:
-        return NARROW_AUTO_ROWS
+        return NARROW_AUTO_RECORD_ROWS if key.layout in HOPPER_BYTE_LAYOUTS else NARROW_AUTO_ROWS
     if key.layout not in (Layout.FP8_DS_MLA, Layout.FP8):
         return 0
     if split_keys is not None and split_keys < NARROW_SPARSE_MIN_SPLIT_KEYS:
@@ -332,8 +339,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
     """The schedule of a Hopper call (``key.backend`` is HOPPER): MLA_CUPY_HOPPER_SCHEDULE
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
     narrow schedule for dense bf16/fp16 caches whose pages TMA can load
-    (tensor_map.box_rows) and for dense fp8 records (any page size), both in row groups
-    of NARROW_AUTO_ROWS or fewer, and for sparse fp8_ds_mla in row groups of
+    (tensor_map.box_rows) in row groups of NARROW_AUTO_ROWS or fewer, for dense fp8
+    records (any page size) in row groups of NARROW_AUTO_RECORD_ROWS or fewer, and for sparse fp8_ds_mla in row groups of
     NARROW_AUTO_SPARSE_ROWS or fewer when a split holds enough keys (``split_keys``,
     narrow_auto_rows),
     and the seesaw for row groups of SEESAW_MIN_ROWS or more (with

@@ -194,8 +194,9 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
     dispatcher; kernels/common/sequence.cuh.j2): equal shares for ragged lengths,
     with sequences spread over several shares, many short sequences in one share,
     empty sequences (s_q 0), one-key caches, a single long sequence over every
-    share, fewer tiles than CTAs, up to 32 rows (the 32-row tile); the aligned cut
-    for even batches.  Unused cache slots and the workspace hold NaN.  The launch
+    share, fewer tiles than CTAs, up to 32 rows (the 32-row tile, forced: auto gives
+    17-32 rows the ring); the aligned cut for even batches.  Unused cache slots and
+    the workspace hold NaN.  The launch
     is checked to be segment mode (grid (1, SMs, 1); the splits under
     MLA_CUPY_BACKEND=portable), and forcing the splits gives the same answer
     within the tolerance."""
@@ -218,6 +219,10 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
     ]
     for num_heads, seq_lens, cache_lens, kw in batches:
         monkeypatch.setattr(dispatch, "_eager_plans", {})
+        if num_heads * max(seq_lens) > 16:
+            monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "narrow")
+        else:
+            monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
         case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=num_heads,
                          page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window, sink="random",
                          **kw)

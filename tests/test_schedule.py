@@ -471,7 +471,7 @@ HOPPER_DENSE = dict(backend="hopper")
     (None, HOPPER_DENSE, 64, 64, "ring"),                       # h64: one tile, bound by loads
     (None, HOPPER_DENSE, 64, 16, "narrow"),                     # h16: keys as M, 16 rows' MMA work
     (None, HOPPER_DENSE, 8, 1, "narrow"),
-    (None, HOPPER_DENSE, 64, 17, "narrow"),                     # the 32-row narrow tile
+    (None, HOPPER_DENSE, 64, 17, "ring"),                       # 17-32 rows: the ring's padded tile (session 32)
     (None, HOPPER_DENSE, 64, 33, "ring"),                       # more rows than the narrow tiles
     (None, HOPPER_DENSE, 1, 16, "ring"),                        # TMA cannot load 1-row pages
     (None, dict(HOPPER_DENSE, sparsity="sparse"), 64, 16, "ring"),
@@ -484,7 +484,7 @@ HOPPER_DENSE = dict(backend="hopper")
     ("ring", HOPPER_DENSE, 64, 16, "ring"),
     ("narrow", HOPPER_DENSE, 64, 32, "narrow"),                 # forced: the 32-row tile
     ("narrow", HOPPER_DENSE, 64, 33, "ring"),                   # forced, but 33 rows: the ring
-    (None, HOPPER_DENSE, 64, 32, "narrow"),                     # ds_h32_sq1: 175.7 vs ring 178.6 us
+    (None, HOPPER_DENSE, 64, 32, "ring"),                       # ds_h32_sq1: 167.4 vs narrow 173.0 us
     ("narrow", dict(HOPPER_DENSE, layout="fp16", d_qk=512), 16, 12, "narrow"),
     ("narrow", dict(HOPPER_DENSE, layout="fp8_ds_mla"), 3, 16, "narrow"),   # records: any page size
     ("narrow", dict(HOPPER_DENSE, layout="fp8", d_qk=512), 1, 16, "narrow"),
