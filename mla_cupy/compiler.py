@@ -340,9 +340,9 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
     (``auto``, the default; ``ring``; ``seesaw``; ``narrow``), where ``auto`` takes the
     narrow schedule for dense bf16/fp16 caches whose pages TMA can load
     (tensor_map.box_rows) in row groups of NARROW_AUTO_ROWS or fewer, for dense fp8
-    records (any page size) in row groups of NARROW_AUTO_RECORD_ROWS or fewer, and for sparse fp8_ds_mla in row groups of
-    NARROW_AUTO_SPARSE_ROWS or fewer when a split holds enough keys (``split_keys``,
-    narrow_auto_rows),
+    records (any page size) in row groups of NARROW_AUTO_RECORD_ROWS or fewer, and for
+    sparse fp8_ds_mla in row groups of NARROW_AUTO_SPARSE_ROWS or fewer when a split
+    holds enough keys (``split_keys``, narrow_auto_rows),
     and the seesaw for row groups of SEESAW_MIN_ROWS or more (with
     batch_invariant the dispatcher passes one token's heads, which no batch
     changes: the two schedules round differently).  A forced

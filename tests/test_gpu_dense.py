@@ -196,8 +196,7 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
     empty sequences (s_q 0), one-key caches, a single long sequence over every
     share, fewer tiles than CTAs, up to 32 rows (the 32-row tile, forced: auto gives
     17-32 rows the ring); the aligned cut for even batches.  Unused cache slots and
-    the workspace hold NaN.  The launch
-    is checked to be segment mode (grid (1, SMs, 1); the splits under
+    the workspace hold NaN.  The launch is checked to be segment mode (grid (1, SMs, 1); the splits under
     MLA_CUPY_BACKEND=portable), and forcing the splits gives the same answer
     within the tolerance."""
     from mla_cupy import dispatch
@@ -399,9 +398,9 @@ def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypat
     work (16 heads: segment mode's share; 64 and 128: the ring's and the seesaw's split
     and sequence; the ring's fp8 layouts too) and the later calls read it, with outputs
     and lse bit-identical to a call without one (and matching the reference).  The next
-    step (reset()) has a smaller device batch (sa.update) and, under the causal mask, shorter lengths
-    written in place (a window's pages outside it are sentinel ids, so its lengths
-    stay); then a captured graph whose first call writes and second reads is replayed
+    step (reset()) has a smaller device batch (sa.update) and, under the causal mask,
+    shorter lengths written in place (a window's pages outside it are sentinel ids, so
+    its lengths stay); then a captured graph whose first call writes and second reads is replayed
     after each step's values land.  Outputs and the workspace are NaN-filled first."""
     import dataclasses
 

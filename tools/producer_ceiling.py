@@ -25,8 +25,6 @@ it bound by the instructions it issues, NOTES.md):
   nomath     the narrow math warpgroup reduced to the hand-over: each tile's wait for
              its chunks and their release, no MMA, softmax or P^T (with idle: the bare
              hand-over)
-  wg1nomma   the 32-row narrow kernel's second math warpgroup without its MMAs (with
-             --keep-mma: what its operand reads and tensor work cost)
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
@@ -93,9 +91,6 @@ _N_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
              "        wait_landed(j);\n"
              "        release(j, 0, CHUNKS);\n"
              "    }\n")
-_N_WGMMA_ST = "__device__ __forceinline__ void wgmma_st(float (&d)[ST_REGS], u64 desc_k, u64 desc_q, int accumulate) {"
-_N_WGMMA_OT = "__device__ __forceinline__ void wgmma_ot(float (&d)[ST_REGS], u64 desc_vt, u64 desc_pt) {"
-_N_WG1_RETURNS = " if (threadIdx.x >= 128) return;"
 # name -> alternatives, each a list of (old, new) edits of the rendered fp8 kernel: the
 # first alternative whose edits are all found exactly once is applied (the narrow
 # kernel's before the ring's and pair's)
@@ -123,10 +118,6 @@ ABLATIONS = {
     "nomath": [[(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
                 (_N_MATH_LOOP, _N_MATH_LOOP.replace("j < num_tiles", "j < 0")),
                 (_N_MATH_LAST, _N_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))]],
-    # the narrow kernel's second math warpgroup (32 rows over 16-bit caches) without its
-    # MMAs: what the shared-memory operand reads and tensor work of the row split's
-    # second reader of every tile cost (its softmax still runs, on stale registers)
-    "wg1nomma": [[(_N_WGMMA_ST, _N_WGMMA_ST + _N_WG1_RETURNS), (_N_WGMMA_OT, _N_WGMMA_OT + _N_WG1_RETURNS)]],
     "nostore": [[(_N_STORE, _N_SINK)],
                 [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                  (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
