@@ -24,8 +24,9 @@ from typing import NamedTuple
 
 # What the decode kernels do with the ``schedule`` argument (abi.DECODE ``schedule_mode``).
 FIND, WRITE, READ = 0, 1, 2     # (FIND is 0: plan.py clears the mode's slot to it)
-# One CTA's record: segment mode's walk as sequence_shares returns it (SharesWalk,
-# kernels/common/sequence.cuh.j2, which static_asserts that it fits).
+# One CTA's record: the narrow kernel's ShareRecord (segment mode's walk and its first
+# sequence's lengths) or the ring's and seesaw's CtaWork (kernels/common/sequence.cuh.j2's
+# write_record and read_record static_assert that a record fits).
 RECORD_BYTES = 64
 
 
@@ -75,9 +76,9 @@ class DecodeSchedule:
     def bind(self, key: "ScheduleKey", *, capturing: bool, allocate) -> tuple[int, int]:
         """``(address, mode)`` for a launch of ``key`` on a stream that is or is not
         ``capturing`` a graph: WRITE the first time after a reset (``allocate(nbytes)``
-        -> (a device array, its address), called when the buffer is missing, too small or on another
-        device), READ when ``key`` wrote it in the same capture state; ValueError
-        otherwise."""
+        -> (a device array, its address), called when the buffer is missing, too small
+        or on another device), READ when ``key`` wrote it in the same capture state;
+        ValueError otherwise."""
         if self._writer is None:
             need = key.ctas * RECORD_BYTES
             if self._buffer is None or self._capacity < need or self._device != key.device_id:

@@ -1076,9 +1076,10 @@ def stub_device(*, record: bool = True, hopper: bool = True):
 
     patches = [(dispatch, "_device_id", lambda x: 0), (dispatch, "_stream_handle", stream_handle),
                (plan, "stream_handle", stream_handle), (plan, "current_device", lambda: 0),
-               (plan, "_launch_kernel", no_launch),
+               (plan, "_launch_kernel", no_launch), (plan, "_launch_kernel_ex", no_launch_ex),
                (plan, "allocate_device_bytes", lambda dev, n: FakeCudaArray((n,), np.uint8, dev)),
-               (plan, "stream_capturing", lambda handle: False), (plan, "_launch_kernel_ex", no_launch_ex), (dispatch, "get_kernel", lambda key, dev: _FakeKernel(key.name)),
+               (plan, "stream_capturing", lambda handle: False),
+               (dispatch, "get_kernel", lambda key, dev: _FakeKernel(key.name)),
                (compiler, "device_arch", lambda dev: "sm_90a" if hopper else "sm_80"),
                (dispatch, "_smem_limit", lambda dev: 232448),
                (dispatch, "_on_device", lambda dev: contextlib.nullcontext()),

@@ -128,3 +128,13 @@ bench_trees() {
     say "round $r"
   done
 }
+# One bench case under each forced Hopper schedule in S (default "auto ring"), labelled LABEL:
+# schedule_sweep LABEL BENCH-ARGS...  (named cases or a custom shape; session 33 on)
+schedule_sweep() {
+  local label=$1 s; shift
+  for s in ${S:-auto ring}; do
+    echo "== $label $s" >> "$L"
+    MLA_CUPY_HOPPER_SCHEDULE=$s PYTHONPATH=. timeout "${BENCH_TIMEOUT:-80}" python3 tools/bench.py "$@" \
+      --repeats "${REPEATS:-20}" --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L"
+  done
+}

@@ -9,18 +9,10 @@ set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
 begin_call
-run_case() {   # label, bench arguments
-  local label=$1; shift
-  for s in auto narrow; do
-    echo "== $label $s" >> "$L"
-    MLA_CUPY_HOPPER_SCHEDULE=$s PYTHONPATH=. timeout 80 python3 tools/bench.py "$@" --repeats 20 --check-seqs 2 2>&1 \
-      | grep -v "^#" | cut -c1-110 >> "$L"
-  done
-}
 for r in 1 2; do
   for b in 1 4 8 16 32; do
     for c in 2048 8192 32768; do
-      run_case "b${b}_c${c}" --batch-size $b --num-heads 32 --cache-len $c
+      S="auto narrow" schedule_sweep "b${b}_c${c}" --batch-size $b --num-heads 32 --cache-len $c
     done
   done
   say "round $r"
