@@ -462,3 +462,26 @@ def test_sparse_calls_of_16_rows_take_the_narrow_kernel_on_long_splits(layout, r
     names = [launch.kernel_name for launch in launches if launch.kernel_name.startswith("mla_decode")]
     names.append(plan.variant)
     assert all(n.startswith(f"mla_decode_{layout}_") and n.endswith(schedule) for n in names), names
+
+
+@pytest.mark.parametrize("forced,backend,suffix", [
+    (None, None, "_hopper"),                       # auto: the ring's padded 64-row tile (session 32)
+    ("narrow", None, "_m32_hopper_narrow"),        # the 32-row narrow tile, forced
+    ("narrow", "portable", ""),                    # a forced schedule never overrides the backend
+])
+def test_dense_16_bit_calls_of_32_rows_run_the_ring_unless_narrow_is_forced(launches, monkeypatch, forced,
+                                                                            backend, suffix):
+    """DeepSeek h32 (32 rows of a token over a bf16 cache): auto plans the ring kernel, a
+    forced narrow schedule its 32-row tile, and MLA_CUPY_BACKEND=portable the portable
+    kernel whatever the schedule (compiler.narrow_auto_rows, docs/spec.md §12)."""
+    for name, value in (("MLA_CUPY_HOPPER_SCHEDULE", forced), ("MLA_CUPY_BACKEND", backend)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    args = dense_args(q=F((T, 32, 576), "bfloat16"), output=F((T, 32, 512), "bfloat16"))
+    args["scalar_args_buf"] = ScalarArgs(F((3,), np.int64), B, 1, 4)   # one token a sequence: 32 rows
+    plan = plan_decode(**args)
+    assert plan.variant.endswith(suffix), plan.variant
+    if backend == "portable":
+        assert "_hopper" not in plan.variant, plan.variant
