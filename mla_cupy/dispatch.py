@@ -551,22 +551,24 @@ def schedule_records(key: DecodeKey, segments: int, grid) -> int:
 def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, batch_invariant: bool,
                  split_len: int) -> int:
     """The shares of segment mode (docs/spec.md section 7), 0 for splits: the narrow
-    kernel over a 16-bit cache, a sequence's rows in one tile, and a split the
-    dispatcher was free to choose (a ScalarArgs that chose num_partitions, no
-    num_partitions_in, not batch_invariant: a share depends on the whole batch).
-    One CTA an SM (the narrow kernel's shared memory), one share a CTA.
-    MLA_CUPY_SPLIT=partitions keeps the splits."""
+    kernel over a 16-bit cache (or, under MLA_CUPY_SPLIT=segments, the dense ring's
+    too), a sequence's rows in one tile, and a split the dispatcher was free to choose
+    (a ScalarArgs that chose num_partitions, no num_partitions_in, not batch_invariant:
+    a share depends on the whole batch).  One CTA an SM (the kernels' shared memory),
+    one share a CTA.  MLA_CUPY_SPLIT=partitions keeps the splits."""
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
-    if (choice == "partitions" or key.schedule is not Schedule.NARROW or records.is_byte_record(key.layout)
+    takes_segments = key.schedule is Schedule.NARROW or (
+        choice == "segments" and key.schedule is Schedule.RING and key.sparsity is Sparsity.DENSE)
+    if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
             or tiling.grid_x != 1 or split_len or num_partitions_in is not None or batch_invariant
             or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
         return 0
     return sm_count_of_current_device()
 
 
-SPLIT_CHOICES = ("auto", "partitions")
+SPLIT_CHOICES = ("auto", "partitions", "segments")
 
 # Balanced splits (docs/spec.md section 7): gridDim.y is this many times the host's P,
 # the even splits of a ragged batch's sequences.  (H200, DeepSeek lengths N(8192,

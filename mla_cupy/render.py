@@ -132,13 +132,15 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
                                 _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
         # P words and row factors of 128 threads, a full and an empty mbarrier per
         # buffer (the producer warpgroup's hand-over), and a third for its raw bytes
-        # (fp8 layouts); sparse: a token interval (int2) per ring slot
-        # (mla_decode_wgmma.cu.j2).  Threads: two math warpgroups and the producer.
+        # (fp8 layouts); sparse: a token interval (int2) per ring slot; dense 16-bit:
+        # segment mode's walks, two a role (mla_decode_wgmma.cu.j2).  Threads: two math
+        # warpgroups and the producer.
         sparse = key.sparsity is Sparsity.SPARSE
         staged = key.layout in HOPPER_BYTE_LAYOUTS
         exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * 2
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
-                + (8 * stages * block_n if sparse else 0) + (8 * stages if staged else 0))
+                + (8 * stages * block_n if sparse else 0) + (8 * stages if staged else 0)
+                + (RING_WALK_BYTES if not sparse and not staged else 0))
         return LaunchConfig(64, block_n, stages, 2, 384, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
@@ -163,6 +165,9 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
 HOPPER_TILES = {Schedule.RING: (32, 4), Schedule.SEESAW: (64, 2), Schedule.NARROW: (64, 0),
                 Schedule.PAIR: (64, 2)}
 HOPPER_SMEM_PER_BLOCK = 232448   # sm_90's opt-in per-block shared memory
+# The dense 16-bit ring's segment walks in shared memory: two a role (the producer and
+# two math warpgroups), 64 bytes each (a SharesWalk; mla_decode_wgmma.cu.j2)
+RING_WALK_BYTES = 3 * 2 * 64
 HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
                     Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2", Schedule.PAIR: "hopper/mla_decode_pair.cu.j2"}
 # the schedules that load their tiles by TMA alone (they need the kv_map)

@@ -235,6 +235,47 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
         monkeypatch.delenv("MLA_CUPY_SPLIT")
 
 
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300), ("null", -1)])
+def test_ring_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
+    """The dense ring kernel in segment mode (MLA_CUPY_SPLIT=segments; its producer's
+    ring and mbarrier phases run on across a share's segments, warpgroup 0 loads the
+    next segment's Q): 64, 32 and 8 rows a sequence (h64, h32 s_q 2, h16 s_q 4), ragged
+    lengths spread over several shares, dozens of short sequences in one share, empty
+    sequences (s_q 0), one-key caches, a single long sequence over every share, fewer
+    units than CTAs, the aligned cut of an even batch, fp16 and D_qk 512.  Unused cache
+    slots and the workspace hold NaN.  The launch is checked to be the ring in segment
+    mode (grid (1, SMs, 1); the splits under MLA_CUPY_BACKEND=portable), and the
+    splits give the same answer within the tolerance."""
+    from mla_cupy import dispatch
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setattr(dispatch, "_workspaces", {})
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "ring")
+    batches = [
+        (64, [1] * 24, list(rng.integers(1, 20000, 24)), {}),
+        (64, [1, 0, 1, 1] * 50, list(rng.choice([0, 1, 31, 32, 33, 63, 64, 65, 700], 200)), {}),
+        (32, [2] * 40, list(rng.choice([1, 5, 64, 200, 3000], 40)), {}),
+        (16, [4, 3, 0, 4], [5, 0, 77, 3], {}),                       # fewer units than CTAs
+        (64, [1], [150000], {}),
+        (64, [1] * 9, list(rng.integers(1, 9000, 9)), dict(d_qk=512)),
+        (32, [1, 2, 1], [3000, 17, 9000], dict(dtype=np.float16)),
+        (64, [1] * 64, list(300 + rng.integers(0, 20, 64)), {}),    # even: the aligned cut
+    ]
+    for num_heads, seq_lens, cache_lens, kw in batches:
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        monkeypatch.setenv("MLA_CUPY_SPLIT", "segments")
+        case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=num_heads,
+                         page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window, sink="random",
+                         **kw)
+        _check(case)
+        plans = list(dispatch._eager_plans.values())
+        if assert_schedule_ran(plans, "_hopper", case.describe()):   # (portable: the splits)
+            sms = dispatch.sm_count_of_current_device()
+            assert all(p.grid == (1, sms, 1) for p in plans), ([(p.variant, p.grid) for p in plans], case.describe())
+        monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
+        _check(case)
+    monkeypatch.delenv("MLA_CUPY_SPLIT")
+
+
 @pytest.mark.parametrize("mask", ["causal"])
 def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
     """The ring's and seesaw's balanced splits (split chosen by the dispatcher, the
