@@ -21,7 +21,7 @@ from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, Ker
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper
-from .render import combine_shape, launch_config, needs_kv_map, uses_kv_map
+from .render import combine_shape, launch_config, needs_kv_map, ring_segments, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
                           sm_count_of_current_device)
@@ -552,7 +552,7 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
                  split_len: int) -> int:
     """The shares of segment mode (docs/spec.md section 7), 0 for splits: the narrow
     kernel over a 16-bit cache (or, under MLA_CUPY_SPLIT=segments, the dense ring's
-    too), a sequence's rows in one tile, and a split the dispatcher was free to choose
+    too, without a window: render.ring_segments), a sequence's rows in one tile, and a split the dispatcher was free to choose
     (a ScalarArgs that chose num_partitions, no num_partitions_in, not batch_invariant:
     a share depends on the whole batch).  One CTA an SM (the kernels' shared memory),
     one share a CTA.  MLA_CUPY_SPLIT=partitions keeps the splits."""
@@ -560,7 +560,7 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
     takes_segments = key.schedule is Schedule.NARROW or (
-        choice == "segments" and key.schedule is Schedule.RING and key.sparsity is Sparsity.DENSE)
+        choice == "segments" and key.schedule is Schedule.RING and ring_segments(key))
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
             or tiling.grid_x != 1 or split_len or num_partitions_in is not None or batch_invariant
             or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):

@@ -140,7 +140,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
         exchange = 128 * block_n + 128 * 2 * 4 + 8 * stages * 2
         smem = (key.d_qk * 2 * (64 + stages * block_n) + exchange + 1024
                 + (8 * stages * block_n if sparse else 0) + (8 * stages if staged else 0)
-                + (RING_WALK_BYTES if not sparse and not staged else 0))
+                + (RING_WALK_BYTES if ring_segments(key) else 0))
         return LaunchConfig(64, block_n, stages, 2, 384, smem)
     block_n = 32
     warps_n = 2 if key.tile_rows == 64 else 4
@@ -168,6 +168,13 @@ HOPPER_SMEM_PER_BLOCK = 232448   # sm_90's opt-in per-block shared memory
 # The dense 16-bit ring's segment walks in shared memory: two a role (the producer and
 # two math warpgroups), 64 bytes each (a SharesWalk; mla_decode_wgmma.cu.j2)
 RING_WALK_BYTES = 3 * 2 * 64
+
+
+def ring_segments(key) -> bool:
+    """Whether the ring kernel of this variant has segment mode (its SEGMENTS): dense
+    16-bit caches without a window (dispatch.segment_ctas asks it)."""
+    return (key.sparsity is Sparsity.DENSE and key.layout not in HOPPER_BYTE_LAYOUTS
+            and key.mask is not Mask.SLIDING_WINDOW_CAUSAL)
 HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hopper/mla_decode_seesaw.cu.j2",
                     Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2", Schedule.PAIR: "hopper/mla_decode_pair.cu.j2"}
 # the schedules that load their tiles by TMA alone (they need the kv_map)

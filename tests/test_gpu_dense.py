@@ -244,8 +244,9 @@ def test_ring_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
     sequences (s_q 0), one-key caches, a single long sequence over every share, fewer
     units than CTAs, the aligned cut of an even batch, fp16 and D_qk 512.  Unused cache
     slots and the workspace hold NaN.  The launch is checked to be the ring in segment
-    mode (grid (1, SMs, 1); the splits under MLA_CUPY_BACKEND=portable), and the
-    splits give the same answer within the tolerance."""
+    mode (grid (1, SMs, 1); a window keeps the splits: render.ring_segments; the splits
+    under MLA_CUPY_BACKEND=portable), and the splits give the same answer within the
+    tolerance."""
     from mla_cupy import dispatch
     monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
     monkeypatch.setattr(dispatch, "_workspaces", {})
@@ -270,7 +271,8 @@ def test_ring_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
         plans = list(dispatch._eager_plans.values())
         if assert_schedule_ran(plans, "_hopper", case.describe()):   # (portable: the splits)
             sms = dispatch.sm_count_of_current_device()
-            assert all(p.grid == (1, sms, 1) for p in plans), ([(p.variant, p.grid) for p in plans], case.describe())
+            assert all((p.grid == (1, sms, 1)) == (mask != "sliding_window_causal") for p in plans), \
+                ([(p.variant, p.grid) for p in plans], case.describe())
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
         _check(case)
     monkeypatch.delenv("MLA_CUPY_SPLIT")

@@ -487,21 +487,25 @@ def test_dense_16_bit_calls_of_32_rows_run_the_ring_unless_narrow_is_forced(laun
         assert "_hopper" not in plan.variant, plan.variant
 
 
-@pytest.mark.parametrize("split", ["auto", "segments", "partitions"])
-def test_the_dense_ring_takes_segment_mode_only_when_asked(launches, monkeypatch, split):
+@pytest.mark.parametrize("split,mask", [("auto", "causal"), ("segments", "causal"), ("segments", "null"),
+                                        ("segments", "sliding_window_causal"), ("partitions", "causal")])
+def test_the_dense_ring_takes_segment_mode_only_when_asked(launches, monkeypatch, split, mask):
     """DeepSeek h64 over a bf16 cache (the ring): MLA_CUPY_SPLIT=segments plans segment
     mode, one share of the batch's keys a CTA (grid (1, SMs, 1)) with seg_info for the
-    combine; auto keeps the host's splits (balanced splits on the device where the grid
-    is one wave), partitions the splits (docs/spec.md §7)."""
+    combine, except under a window (render.ring_segments); auto keeps the host's splits
+    (balanced splits on the device where the grid is one wave), partitions the splits
+    (docs/spec.md §7)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
     monkeypatch.setenv("MLA_CUPY_SPLIT", split)
-    args = dense_args(q=F((T, 64, 576), "bfloat16"), output=F((T, 64, 512), "bfloat16"))
+    args = dense_args(q=F((T, 64, 576), "bfloat16"), output=F((T, 64, 512), "bfloat16"), mask_str=mask)
+    if mask == "sliding_window_causal":
+        args["local_window_size"] = 100
     args["scalar_args_buf"] = ScalarArgs(F((3,), np.int64), B, 1, 2, split_chosen=True)
     plan = plan_decode(**args)
-    assert plan.variant.endswith("_hopper"), plan.variant
+    assert plan.variant.endswith("_hopper") and f"_{mask}_" in plan.variant, plan.variant
     sms = dispatch.sm_count_of_current_device()
-    if split == "segments":
+    if split == "segments" and mask != "sliding_window_causal":
         assert plan.grid == (1, sms, 1), plan.grid
     else:
         assert plan.grid[0] == 1 and plan.grid[1] in (2, 2 * dispatch.BALANCED_GRID_FACTOR) and plan.grid[2] == B, \

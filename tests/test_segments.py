@@ -11,9 +11,10 @@ import pytest
 SEGMENT_CUT_TILES = 8   # sequence.cuh.j2
 
 
-def shares_plan(tiles, grid):
-    """(units, shares, pieces): sequence_shares' cut, the same in every CTA; pieces
-    0 for the equal cut, else P pieces a sequence (the aligned cut)."""
+def shares_plan(tiles, grid, start=0):
+    """(units, shares, pieces): sequence_shares<start>' cut, the same in every CTA;
+    pieces 0 for the equal cut, else P pieces a sequence (the aligned cut).  start > 0
+    weighs each sequence's start in the equal cut as that many units before its tiles."""
     total, batch = sum(tiles), len(tiles)
     if total == 0:
         return 0, 0, 0
@@ -21,19 +22,27 @@ def shares_plan(tiles, grid):
     p = min(grid // batch, fewest) if batch <= grid else 1
     eq_shares, al_shares = min(grid, total), min(grid, batch * p)
     aligned = -(-batch * p // al_shares) * -(-most // p) <= -(-total // eq_shares) + SEGMENT_CUT_TILES
-    return (batch * p, al_shares, p) if aligned else (total, eq_shares, 0)
+    weighted_total = total + start * sum(1 for n in tiles if n > 0)
+    return (batch * p, al_shares, p) if aligned else (weighted_total, eq_shares, 0)
 
 
-def shares_walk(tiles, grid, c):
+def shares_walk(tiles, grid, c, start=0):
     """CTA c's segments: (sequence, t0, t1, partial id, partials or 0), as the kernel
-    computes them."""
-    units, shares, pieces = shares_plan(tiles, grid)
+    computes them: the walk's own (start 0: the narrow kernel), or with start > 0 the
+    ring's (mla_decode_wgmma.cu.j2's next_seg): the equal cut's walk counts start units
+    before each sequence's tiles, a segment's tiles are its units past them, and a
+    segment of start units alone ends the share."""
+    units, shares, pieces = shares_plan(tiles, grid, start)
     if c >= shares:
         return []
+    if pieces:
+        start = 0
+    real = tiles
+    tiles = [n + start if n > 0 else 0 for n in tiles]
     x0, x1 = c * units // shares, (c + 1) * units // shares
     starts = [0]
     for n in tiles:
-        starts.append(starts[-1] + n)              # tiles before sequence u
+        starts.append(starts[-1] + n)              # units before sequence u
     if pieces:
         def tile_of(x):
             u = x // pieces
@@ -56,16 +65,19 @@ def shares_walk(tiles, grid, c):
         if t1 == n:
             before += n
             u += 1
+        if t1 <= start:
+            break                                  # the share ends in the sequence's start units
         parts = 0
-        if t0 == 0:
+        if t0 <= start:
             end = (seq + 1) * pieces if pieces else (before if pos == before else before + n)
             parts = (end * shares - 1) // units - c + 1
-        out.append((seq, t0, t1, c + seq, parts))
+        out.append((seq, max(t0 - start, 0), t1 - start, c + seq, parts))
+        assert out[-1][2] <= real[seq]
     return out
 
 
-def check_batch(tiles, grid):
-    segs = [s for c in range(grid) for s in shares_walk(tiles, grid, c)]
+def check_batch(tiles, grid, start=0):
+    segs = [s for c in range(grid) for s in shares_walk(tiles, grid, c, start)]
     covered = {}
     first = {}
     ids = {}
@@ -87,15 +99,20 @@ def check_batch(tiles, grid):
         assert all(0 <= p < grid + len(tiles) - 1 for p in ids[u])
         whole = parts == 1
         assert whole == any(t0 == 0 and t1 == n for (v, t0, t1, _, _) in segs if v == u)
-    per_cta = [sum(t1 - t0 for (_, t0, t1, _, _) in shares_walk(tiles, grid, c)) for c in range(grid)]
+    aligned = shares_plan(tiles, grid, start)[2] > 0
+    # a share's work: its tiles and, weighted, start units a sequence it starts
+    per_cta = [sum(t1 - t0 + (start if p and not aligned else 0) for (_, t0, t1, _, p) in
+                   shares_walk(tiles, grid, c, start)) for c in range(grid)]
     busy = [w for w in per_cta if w]
     equal_share = -(-sum(tiles) // min(grid, sum(tiles)))
-    if shares_plan(tiles, grid)[2]:
+    if aligned:
         # aligned: no share past the equal one by more than a cut's cost
         assert max(busy) <= equal_share + SEGMENT_CUT_TILES
     else:
-        # equal: every share's work differs from the mean by less than a tile
-        assert max(busy) - min(busy) <= 1
+        # equal: every share's work differs from the mean by less than a unit (weighted:
+        # counting a sequence's start where its tiles begin, which may lie a share past
+        # where its start units began: up to start units either way)
+        assert max(busy) - min(busy) <= 1 + 2 * start
     return segs
 
 
@@ -108,14 +125,36 @@ def test_shares_cover_every_tile_once_and_the_combine_finds_every_partial(seed):
         tiles[0] = 1
     for grid in (1, 2, 7, 132, 1000):
         check_batch(tiles, grid)
+        check_batch(tiles, grid, start=3)
 
 
 def test_fewer_tiles_than_ctas_leaves_no_gap_between_a_sequences_partials():
     """W < G: the shares are min(G, W), none empty, so a sequence's partials are
     consecutive (with G shares some would be empty and their partials unwritten)."""
-    check_batch([3, 1, 2], 132)
-    check_batch([1] * 200, 132)
-    check_batch([500], 132)
+    for start in (0, 3):
+        check_batch([3, 1, 2], 132, start)
+        check_batch([1] * 200, 132, start)
+        check_batch([500], 132, start)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_rings_weighted_cut_gives_shares_of_more_sequences_fewer_tiles(seed):
+    """The ring's equal cut weighs a sequence's start as 3 units (sequence_shares<3>):
+    a DeepSeek-like ragged batch's shares then hold their units' worth of work counting
+    each sequence they start, so a share that starts a sequence runs fewer tiles than
+    one that continues a sequence alone; every tile still runs once and the combine finds
+    every partial."""
+    rng = np.random.default_rng(2000 + seed)
+    tiles = [int(x) for x in np.clip(rng.normal(128, 64, 64), 1, None)]
+    plain = [sum(t1 - t0 for (_, t0, t1, _, _) in shares_walk(tiles, 132, c)) for c in range(132)]
+    assert max(plain) - min(plain) <= 1
+    segs = {c: shares_walk(tiles, 132, c, start=3) for c in range(132)}
+    check_batch(tiles, 132, start=3)
+    work = {c: sum(t1 - t0 for (_, t0, t1, _, _) in s) for c, s in segs.items()}
+    starts = {c: sum(1 for (_, _, _, _, p) in s if p) for c, s in segs.items()}
+    many = [work[c] for c in segs if starts[c] >= 1]
+    few = [work[c] for c in segs if starts[c] == 0]
+    assert many and few and np.median(many) + 2 <= np.median(few)
 
 
 def test_an_even_batch_runs_whole_sequences_and_a_ragged_one_equal_shares():

@@ -48,7 +48,7 @@ def instrumented_source(name):
     src = insert(src, "            ring_base += num_tiles;\n            Seg next;\n",
                  _stamp("2 + 3 * seg", f"seg < {SEGS}")
                  + f"if (seg < {SEGS} && threadIdx.x == 0) g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y"
-                   f" * blockIdx.z)][{TILES} + seg] = ring_base;\n", before=True)
+                   f" * blockIdx.z)][{TILES} + seg] = ring_base + num_tiles;\n", before=True)
     src = insert(src, "make_int4(g.part, g.parts, t * num_heads, 0);\n", _stamp("3 + 3 * seg", f"seg < {SEGS}"))
     assert TILES + SEGS <= SLOTS
     return src
@@ -57,7 +57,7 @@ def instrumented_source(name):
 def report(name, p, a):
     a = a[a[:, 3] > 0]                       # CTAs that ran a segment
     t0 = a[:, 0].min()
-    segs = (a[:, 1:1 + 3 * SEGS:3] > 0).sum(axis=1)
+    segs = (a[:, 1:1 + 3 * SEGS:3] > 0).sum(axis=1)          # (at most SEGS stamped)
     last = np.array([a[i, 3 + 3 * (s - 1)] for i, s in enumerate(segs)])
     ends = (last - t0) / 1e3
     print(f"{name} P={p}: {len(a)} CTAs, kernel span {ends.max():.1f} us; ends min {ends.min():.1f} "
@@ -65,9 +65,11 @@ def report(name, p, a):
     for s in sorted(set(segs)):
         m = segs == s
         print(f"   {m.sum():4d} CTAs of {s} segments: end median {np.median(ends[m]):.1f} max {ends[m].max():.1f}")
-    tiles = np.diff(np.concatenate([np.zeros((len(a), 1), np.int64), a[:, TILES:TILES + SEGS]], axis=1), axis=1)
+    ran = a[:, 1:1 + 3 * SEGS:3] > 0
+    after = np.where(ran, a[:, TILES:TILES + SEGS], 0)                    # ring tiles after segment s
+    tiles = np.diff(np.concatenate([np.zeros((len(a), 1), np.int64), after], axis=1), axis=1)
     loop = (a[:, 2:2 + 3 * SEGS:3] - a[:, 1:1 + 3 * SEGS:3]) / 1e3
-    ran = (a[:, 1:1 + 3 * SEGS:3] > 0) & (tiles > 0)
+    ran &= tiles > 0
     per_tile = loop[ran] / tiles[ran]
     start = (a[:, 1] - a[:, 0]) / 1e3
     print(f"   us a ring tile (a loop / its tiles): median {np.median(per_tile):.3f} "
@@ -85,7 +87,7 @@ def report(name, p, a):
               f"p95 {np.percentile(b, 95):.2f} max {b.max():.2f} us")
     order = np.argsort(ends)[-5:]
     print("   last CTAs to end (segments, tiles, end): " + "; ".join(
-        f"{segs[i]} {a[i, TILES + segs[i] - 1]} {ends[i]:.1f}" for i in order))
+        f"{segs[i]} {after[i, min(segs[i], SEGS) - 1]} {ends[i]:.1f}" for i in order))
 
 
 def main():
