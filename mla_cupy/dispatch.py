@@ -255,7 +255,8 @@ def _build_plan(
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
     cfg = launch_config(key)
     mode = launch_mode()
-    segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len)
+    segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
+                            host_batch)
     budget = balanced_splits(key, mask, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
                              segments, host_batch, tiling.grid_x, num_partitions)
     grid_splits = num_partitions
@@ -549,18 +550,22 @@ def schedule_records(key: DecodeKey, segments: int, grid) -> int:
 
 
 def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, batch_invariant: bool,
-                 split_len: int) -> int:
+                 split_len: int, host_batch: int) -> int:
     """The shares of segment mode (docs/spec.md section 7), 0 for splits: the narrow
-    kernel over a 16-bit cache (or, under MLA_CUPY_SPLIT=segments, the dense ring's
-    too, without a window: render.ring_segments), a sequence's rows in one tile, and a split the dispatcher was free to choose
-    (a ScalarArgs that chose num_partitions, no num_partitions_in, not batch_invariant:
-    a share depends on the whole batch).  One CTA an SM (the kernels' shared memory),
-    one share a CTA.  MLA_CUPY_SPLIT=partitions keeps the splits."""
+    kernel over a 16-bit cache, or the ring's over a dense 16-bit cache without a
+    window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
+    one too), a sequence's rows in one tile, and a split the dispatcher was free to
+    choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
+    batch_invariant: a share depends on the whole batch).  One CTA an SM (the
+    kernels' shared memory), one share a CTA.  MLA_CUPY_SPLIT=partitions keeps the
+    splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5 to -6%,
+    b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session 33.)"""
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
     takes_segments = key.schedule is Schedule.NARROW or (
-        choice == "segments" and key.schedule is Schedule.RING and ring_segments(key))
+        key.backend is Backend.HOPPER and key.schedule is Schedule.RING and ring_segments(key)
+        and (choice == "segments" or host_batch >= 2))
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
             or tiling.grid_x != 1 or split_len or num_partitions_in is not None or batch_invariant
             or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
@@ -583,9 +588,9 @@ def balanced_splits(key: DecodeKey, mask, scalar_args_buf, num_partitions_in, ba
     0 where it does not apply.  The kernel reads the batch's keys on the device: within
     1/16 of their mean, splits of sum / budget keys (a uniform batch: P each, the
     first P of every sequence launched first); ragged, every sequence in grid y's
-    even splits (common/sequence.cuh.j2).  For the Hopper ring and seesaw kernels over dense
+    even splits (common/sequence.cuh.j2).  For the Hopper seesaw kernel over dense
     16-bit caches without a window, when the split was the dispatcher's to choose
-    (as segment mode, which the narrow kernel runs instead), and the host's grid
+    (as segment mode, which the narrow and ring kernels run instead), and the host's grid
     (host_batch x grid_x row tiles x P) fits one wave, one CTA an SM: there the
     longest sequence sets the time.  Over several waves longest-first ordering
     already balances a ragged batch, and the extra splits cost more than they save
@@ -594,7 +599,7 @@ def balanced_splits(key: DecodeKey, mask, scalar_args_buf, num_partitions_in, ba
     sequence."""
     choice = environment.get(environment.SPLIT) or "auto"
     if (choice == "partitions" or key.backend is not Backend.HOPPER
-            or key.schedule not in (Schedule.RING, Schedule.SEESAW) or key.sparsity is not Sparsity.DENSE
+            or key.schedule is not Schedule.SEESAW or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout) or mask is Mask.SLIDING_WINDOW_CAUSAL or segments
             or split_len or num_partitions_in is not None or batch_invariant or host_batch < 2
             or host_batch * grid_x * num_partitions > sm_count_of_current_device()

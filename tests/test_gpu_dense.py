@@ -280,8 +280,9 @@ def test_ring_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
 
 @pytest.mark.parametrize("mask", ["causal"])
 def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
-    """The ring's and seesaw's balanced splits (split chosen by the dispatcher, the
-    split length from the batch's keys; docs/spec.md §7): ragged batches (every
+    """The seesaw's balanced splits, and the ring's segment mode on the same batches
+    (split chosen by the dispatcher; the split length from the batch's keys, or the
+    ring's shares of them; docs/spec.md §7): ragged batches (every
     sequence in grid y's even cuts: a one-key sequence takes one split, written
     directly, the combine leaves it alone), sequences with no new tokens, forty
     sequences, a uniform batch (the host's P each) and one within 1/16 of its mean
@@ -315,10 +316,11 @@ def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
         plans = list(dispatch._eager_plans.values())
         assert plans, case.describe()
         if any("_hopper" in p.variant for p in plans):    # (portable: the splits)
-            # balanced where the host's grid is one wave
+            # the seesaw balanced where the host's grid is one wave; the ring in segment mode
             sms = dispatch.sm_count_of_current_device()
-            assert all(p.variant.endswith(("_hopper", "_hopper_seesaw")) and p.grid[1] == p.num_partitions * (
-                       dispatch.BALANCED_GRID_FACTOR if p.grid[0] * p.num_partitions * p.grid[2] <= sms else 1)
+            assert all((p.variant.endswith("_hopper") and p.grid == (1, sms, 1))
+                       or (p.variant.endswith("_hopper_seesaw") and p.grid[1] == p.num_partitions * (
+                           dispatch.BALANCED_GRID_FACTOR if p.grid[0] * p.num_partitions * p.grid[2] <= sms else 1))
                        for p in plans), ([(p.variant, p.grid, p.num_partitions) for p in plans], case.describe())
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
         _check(case)

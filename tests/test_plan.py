@@ -487,13 +487,15 @@ def test_dense_16_bit_calls_of_32_rows_run_the_ring_unless_narrow_is_forced(laun
         assert "_hopper" not in plan.variant, plan.variant
 
 
-@pytest.mark.parametrize("split,mask", [("auto", "causal"), ("segments", "causal"), ("segments", "null"),
-                                        ("segments", "sliding_window_causal"), ("partitions", "causal")])
-def test_the_dense_ring_takes_segment_mode_only_when_asked(launches, monkeypatch, split, mask):
-    """DeepSeek h64 over a bf16 cache (the ring): MLA_CUPY_SPLIT=segments plans segment
-    mode, one share of the batch's keys a CTA (grid (1, SMs, 1)) with seg_info for the
-    combine, except under a window (render.ring_segments); auto keeps the host's splits
-    (balanced splits on the device where the grid is one wave), partitions the splits
+@pytest.mark.parametrize("split,mask,batch", [("auto", "causal", B), ("auto", "null", B), ("auto", "causal", 1),
+                                              ("segments", "causal", 1), ("auto", "sliding_window_causal", B),
+                                              ("partitions", "causal", B)])
+def test_the_dense_ring_takes_segment_mode_for_batches(launches, monkeypatch, split, mask, batch):
+    """DeepSeek h64 over a bf16 cache (the ring): auto plans segment mode for a batch of
+    two or more sequences, one share of the batch's keys a CTA (grid (1, SMs, 1)) with
+    seg_info for the combine, and the splits for one sequence (MLA_CUPY_SPLIT=segments
+    takes segment mode there too) or under a window (render.ring_segments: balanced
+    splits do not apply to windows either); partitions the host's P splits
     (docs/spec.md §7)."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     monkeypatch.delenv("MLA_CUPY_BACKEND", raising=False)
@@ -501,12 +503,12 @@ def test_the_dense_ring_takes_segment_mode_only_when_asked(launches, monkeypatch
     args = dense_args(q=F((T, 64, 576), "bfloat16"), output=F((T, 64, 512), "bfloat16"), mask_str=mask)
     if mask == "sliding_window_causal":
         args["local_window_size"] = 100
-    args["scalar_args_buf"] = ScalarArgs(F((3,), np.int64), B, 1, 2, split_chosen=True)
+    args["scalar_args_buf"] = ScalarArgs(F((3,), np.int64), batch, 1, 2, split_chosen=True)
     plan = plan_decode(**args)
     assert plan.variant.endswith("_hopper") and f"_{mask}_" in plan.variant, plan.variant
     sms = dispatch.sm_count_of_current_device()
-    if split == "segments" and mask != "sliding_window_causal":
-        assert plan.grid == (1, sms, 1), plan.grid
-    else:
-        assert plan.grid[0] == 1 and plan.grid[1] in (2, 2 * dispatch.BALANCED_GRID_FACTOR) and plan.grid[2] == B, \
-            plan.grid
+    segments = split != "partitions" and mask != "sliding_window_causal" and (batch >= 2 or split == "segments")
+    assert (plan.grid == (1, sms, 1)) == segments, plan.grid
+    if not segments:
+        assert plan.grid[0] == 1 and plan.grid[1] in (2, 2 * dispatch.BALANCED_GRID_FACTOR) \
+            and plan.grid[2] == batch, plan.grid

@@ -259,9 +259,23 @@ def test_splits_stay_where_segment_mode_does_not_apply(monkeypatch, case, heads)
     assert decode.slots[abi.DECODE.slot("seg_info")] == 0 and decode.slots[abi.DECODE.slot("split_len")] == 0
 
 
-@pytest.mark.parametrize("heads,schedule", [(64, "_hopper"), (128, "_hopper_seesaw")])
 @pytest.mark.parametrize("num_partitions", [1, 3])
-def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypatch, heads, schedule, num_partitions):
+def test_the_ring_takes_equal_shares_when_the_split_is_its_to_choose(monkeypatch, num_partitions):
+    """The ring (64 heads) over a bf16 cache, a batch of B > 1: segment mode, as the
+    narrow kernel's, its partials 64 rows each, the combine sized for the host's P."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, combine = _launch(64, num_partitions=num_partitions)
+    assert decode.kernel_name.endswith("_hopper") and decode.grid == (1, 132, 1)
+    slot = decode.slots
+    assert slot[abi.DECODE.slot("segment_ctas")] == 132 and slot[abi.DECODE.slot("split_len")] == 0
+    assert slot[abi.DECODE.slot("seg_info")] == slot[abi.DECODE.slot("lse_part")] + 4 * (132 + B - 1) * 64
+    assert combine.slots[abi.COMBINE.slot("seg_info")] == slot[abi.DECODE.slot("seg_info")]
+    assert combine.slots[abi.COMBINE.slot("segment_rows")] == 64 and combine.programmatic
+
+
+@pytest.mark.parametrize("num_partitions", [1, 3])
+def test_the_seesaw_takes_balanced_splits_when_the_split_is_its(monkeypatch, num_partitions):
     """Balanced mode (docs/spec.md section 7): a budget of B x P splits as a negative
     split_len, BALANCED_GRID_FACTOR x P of grid y, the combine over every row in
     segment form (partial p of token t's head h at row p T H + t H + h: segment_rows
@@ -270,9 +284,10 @@ def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypat
     from mla_cupy.render import combine_shape
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    heads = 128
     decode, combine = _launch(heads, num_partitions=num_partitions)
     grid_y = BALANCED_GRID_FACTOR * num_partitions
-    assert decode.kernel_name.endswith(schedule) and decode.grid[1:] == (grid_y, B)
+    assert decode.kernel_name.endswith("_hopper_seesaw") and decode.grid[1:] == (grid_y, B)
     slot = decode.slots
     # (an int parameter's slot holds its 32 bits)
     assert slot[abi.DECODE.slot("split_len")] == (-B * num_partitions) & 0xffffffff
@@ -288,15 +303,16 @@ def test_ring_and_seesaw_take_balanced_splits_when_the_split_is_theirs(monkeypat
 
 @pytest.mark.parametrize("heads", [1, 3, 5])
 def test_seg_info_is_16_byte_aligned_whatever_the_rows(monkeypatch, heads):
-    """seg_info's int4 records follow grid_splits x T x H partial rows in the lse
-    workspace: with an odd T x H (one head, pages TMA cannot load, so the ring takes
-    balanced splits at P = 1) that offset was not a multiple of 16 bytes, and the
-    kernels' int4 stores faulted with a misaligned address on the H200 (session 17)."""
+    """seg_info's int4 records follow the partial rows in the lse workspace: with an odd
+    T x H (one head, pages TMA cannot load, the ring's balanced splits at P = 1 until
+    session 33) that offset was not a multiple of 16 bytes, and the kernels' int4
+    stores faulted with a misaligned address on the H200 (session 17).  The ring takes
+    segment mode there now, (G + B - 1) x 64 rows of partials: on a boundary too."""
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     decode, combine = _launch(heads, page_size=3, num_partitions=1)
     slot = decode.slots
-    assert decode.kernel_name.endswith("_hopper") and decode.grid[1] == 2, (decode.kernel_name, decode.grid)
+    assert decode.kernel_name.endswith("_hopper") and decode.grid[1] == 132, (decode.kernel_name, decode.grid)
     lse_part, seg_info = slot[abi.DECODE.slot("lse_part")], slot[abi.DECODE.slot("seg_info")]
     assert seg_info % 16 == 0 and seg_info - lse_part >= 4 * 2 * T * heads
     assert combine.slots[abi.COMBINE.slot("seg_info")] == seg_info
