@@ -195,7 +195,7 @@ DECODE = Abi("mla_decode", (
     P("group_tiles", "int", "CTAs (row tiles) per row group (schedule.row_tiling)"),
     P("split_len", "int", "keys per split, rounded up to whole granules (batch_invariant); "
       "0: the key axis cut into num_partitions splits"),
-    P("segment_ctas", "int", "segment mode (narrow kernel): gridDim.y shares of the batch's key "
+    P("segment_ctas", "int", "segment mode (narrow and ring kernels): gridDim.y shares of the batch's key "
       "tiles, each CTA's part of a sequence a segment (docs/spec.md section 7); 0: splits"),
     P("host_batch", "int", "the host's batch_size: bounds segment mode's walk and the pair's jobs (a grid "
       "z below it, schedule.pair_grid_z)"),

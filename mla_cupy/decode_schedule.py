@@ -9,10 +9,10 @@ CTA ~2.5 us of prologue before its first load (the scan of the batch's lengths,
 tools/results/NOTES.md session 30).  With a schedule, the first call of a step finds
 the work as always and each CTA writes its record; the later calls load the record.
 
-Which calls keep a record: the narrow kernel in segment mode (docs/spec.md §7: a share
-of the batch's key tiles a CTA, the walk of sequence_shares) and the dense ring and
-seesaw kernels (a CTA's split length, place and sequence: cta_split's sums and
-cta_sequence's ranking over the batch).  Elsewhere a call given a schedule runs as
+Which calls keep a record: the narrow and ring kernels in segment mode (docs/spec.md §7:
+a share of the batch's key tiles a CTA, the walk of sequence_shares) and the dense ring
+(split mode) and seesaw kernels (a CTA's split length, place and sequence: cta_split's
+sums and cta_sequence's ranking over the batch).  Elsewhere a call given a schedule runs as
 without one: the schedule is a cache of what a call would compute, never an input
 that changes results (the same inputs give bit-identical outputs with or without it).
 
@@ -25,7 +25,8 @@ from typing import NamedTuple
 # What the decode kernels do with the ``schedule`` argument (abi.DECODE ``schedule_mode``).
 FIND, WRITE, READ = 0, 1, 2     # (FIND is 0: plan.py clears the mode's slot to it)
 # One CTA's record: the narrow kernel's ShareRecord (segment mode's walk and its first
-# sequence's lengths) or the ring's and seesaw's CtaWork (kernels/common/sequence.cuh.j2's
+# sequence's lengths), the ring's SharesWalk in segment mode, or the ring's and seesaw's
+# CtaWork (kernels/common/sequence.cuh.j2's
 # write_record and read_record static_assert that a record fits).
 RECORD_BYTES = 64
 

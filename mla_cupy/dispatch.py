@@ -539,8 +539,9 @@ SEGMENT_COMBINE_PARTS = 2
 
 def schedule_records(key: DecodeKey, segments: int, grid) -> int:
     """The records a DecodeSchedule keeps for this decode (0: none; docs/spec.md §12):
-    one a share in segment mode (the narrow kernel's SharesWalk), one a CTA for the
-    dense ring and seesaw kernels (cta_work: split length, place, sequence)."""
+    one a share in segment mode (the narrow and ring kernels' SharesWalk), one a CTA for
+    the dense ring and seesaw kernels in split mode (cta_work: split length, place,
+    sequence)."""
     if segments:
         return segments
     if (key.backend is Backend.HOPPER and key.schedule in (Schedule.RING, Schedule.SEESAW)
