@@ -223,6 +223,16 @@ def test_phase_probe_instruments_the_seesaw(pair, per_warp):
     _nvrtc_compile(src, "probe.cu")
 
 
+def test_ring_probe_instruments_the_ring():
+    """tools/ring_probe.py stamps the dense ring kernel by anchor text (segment mode's
+    boundaries): every anchor is found once and the instrumented source compiles."""
+    ring_probe = _tool("ring_probe")
+    src = ring_probe.instrumented_source(ring_probe.NAME)
+    # the declaration, the entry, a segment's start, loop end (and its tile count) and epilogue
+    assert src.count("g_prof[") == 1 + 5
+    _nvrtc_compile(src, "ring_probe.cu")
+
+
 @pytest.mark.parametrize("rows", [16, 32])
 def test_narrow_phases_instruments_the_narrow_kernel(rows):
     """tools/narrow_phases.py stamps the 16-bit narrow kernel by anchor text: every anchor
