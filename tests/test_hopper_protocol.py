@@ -527,6 +527,99 @@ def test_the_model_catches_a_math_warpgroup_that_never_frees():
     assert run_producer(8, 2, (producer_wg0, wg1_never_frees, producer_wg2)).startswith("deadlock")
 
 
+# ---- the ring's segment mode (mla_decode_wgmma.cu.j2, segment_ctas > 0) ----
+# A CTA runs a share's segments back to back: tile t of a segment sits at ring place
+# base + t (the tiles of the segments before it), the mbarrier phases running on; the
+# producer publishes the last tile of a segment once the next one's first copies are
+# issued; warpgroup 0's softmax of a tile at a ring place past 0 waits for warpgroup 1 to
+# have read the last P (or, a segment's first tile, the last segment's row factors:
+# warpgroup 1's extra arrival after it read them, when a segment follows).  Warpgroup 0's
+# own barriers (the walk, the next Q) have one party and are not modelled.
+
+def segments_wg0(seg_tiles, stages, p_free_at=lambda place, j: place > 0):
+    base = 0
+    for n in seg_tiles:
+        if n > 0:
+            yield "mwait", ("full", base % stages), base // stages
+            if p_free_at(base, 0):
+                yield "sync", "p_free", None
+            yield "arrive", "p_ready", None
+        for j in range(n):
+            if j + 1 < n:
+                g = base + j + 1
+                yield "mwait", ("full", g % stages), g // stages
+                if p_free_at(g, j + 1):
+                    yield "sync", "p_free", None
+                yield "arrive", "p_ready", None
+            yield "marrive", ("empty", (base + j) % stages), None
+        if n > 0:
+            yield "sync", "p_free", None                  # the last alpha was read
+        yield "sync", "epilogue", None
+        base += n
+
+
+def segments_wg1(seg_tiles, stages, frees_row_slot=True):
+    base = 0
+    for s, n in enumerate(seg_tiles):
+        for j in range(n):
+            yield "sync", "p_ready", None
+            yield "arrive", "p_free", None
+            yield "mwait", ("full", (base + j) % stages), (base + j) // stages
+            yield "marrive", ("empty", (base + j) % stages), None
+        base += n
+        yield "sync", "epilogue", None
+        if frees_row_slot and s + 1 < len(seg_tiles):
+            yield "arrive", "p_free", None                # the row factors read: the slot is free
+
+
+def segments_producer(seg_tiles, stages):
+    pending = None
+    g = 0
+    for n in seg_tiles:
+        for _ in range(n):
+            if g >= stages:
+                yield "mwait", ("empty", g % stages), g // stages - 1
+            if pending is not None:
+                yield "marrive", ("full", pending % stages), None
+            pending = g
+            g += 1
+    if pending is not None:
+        yield "marrive", ("full", pending % stages), None
+
+
+def run_segments(seg_tiles, stages, wg0=segments_wg0, wg1=segments_wg1, producer=segments_producer):
+    bound = [lambda n, st, f=f: f(seg_tiles, st) for f in (wg0, wg1, producer)]
+    return run(0, stages, bound)
+
+
+def _segment_lists():
+    import itertools
+    lists = [[n] for n in range(1, 8)]
+    lists += [list(c) for k in (2, 3) for c in itertools.product([1, 2, 3, 5], repeat=k)]
+    return lists + [[1] * 9, [4, 1, 1, 1, 6]]
+
+
+@pytest.mark.parametrize("stages", [3, 4, 5])   # the kernel has 4
+def test_ring_segments_neither_hang_nor_lap(stages):
+    got = {tuple(t): run_segments(t, stages) for t in _segment_lists()}
+    assert got == {tuple(t): "ok" for t in _segment_lists()}
+
+
+def test_the_model_catches_a_segment_whose_row_factors_slot_is_never_freed():
+    """Without warpgroup 1's arrival after reading the row factors, warpgroup 0's first
+    P of the next segment waits on p_free for an arrival that never comes."""
+    no_free = lambda t, st: segments_wg1(t, st, frees_row_slot=False)   # noqa: E731
+    assert run_segments([2, 3], 4, wg1=no_free).startswith("deadlock")
+
+
+def test_the_model_catches_a_first_p_that_does_not_wait_for_the_row_factors():
+    """Warpgroup 0 waiting on p_free only for j > 0 (split mode's rule) in a later
+    segment would leave warpgroup 1's extra arrival joining the next phase: it then
+    joins p_free twice."""
+    split_rule = lambda t, st: segments_wg0(t, st, p_free_at=lambda place, j: j > 0)   # noqa: E731
+    assert run_segments([2, 3], 4, wg0=split_rule) != "ok"
+
+
 # ---- the narrow kernel's ring of column-chunk slots (mla_decode_narrow.cu.j2) ----
 # Two parties: warpgroup 0 (S^T, softmax, O^T) and the loading warp.  Chunk c of
 # tile t sits at ring place t * chunks + c, in slot place % slots; full[slot]
