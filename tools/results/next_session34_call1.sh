@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 34, call 1 (prepared in session 33, not run; device, repository root, .whl carried):
+#   OUT=$OUT COMMIT=<HEAD> bash tools/results/next_session34_call1.sh
+# Session 33 made segment mode the ring's default for batches of two or more (75e8966) with
+# the device budget spent: its last calls ran the kernel under MLA_CUPY_SPLIT=segments only.
+# 1. The dense, sparse and fp8 GPU files on HEAD (test_balanced_splits' ring batches and the
+#    64-head schedule test now in segment mode; the ring's sparse / fp8 variants' SASS
+#    changed with the segment loop's skeleton).  Prediction: all pass.
+# 2. hopper_check --schedule ring.  Prediction: 0 failures.
+# 3. The ring's sparse / fp8 rows, HEAD against the ring template of the session's start
+#    (next_ring_before_segments.patch), two rounds.  Prediction: within 1%.
+# 4. Every README row beside the peers.  Prediction: DeepSeek h64 ragged ~0.95, h32 ragged
+#    ~0.98, h16 s_q2 ragged ~0.99, the others as at b3766f8 / 65ab684.
+set -u
+export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
+. tools/results/device_steps.sh
+begin_call
+GPU_FILE_TIMEOUT=200 gpu_files head dense
+GPU_FILE_TIMEOUT=90 gpu_files head sparse fp8
+(PYTHONPATH=. timeout 90 python3 tools/hopper_check.py --schedule ring > "$OUT/check_ring.txt" 2>&1)
+say "check ring exit $?: $(grep -h 'correctness' "$OUT/check_ring.txt")"
+patched /tmp/before next_ring_before_segments.patch
+C="sparse_ds_mla_b128_sq1_h64 sparse_bf16_b128_sq1_h128 fp8_ds_mla_b128_h128_s8192 fp8_b128_h128_s8192"
+BENCH_TIMEOUT=150 bench_trees . /tmp/before
+PEER_TIMEOUT=$((590 - SECONDS + T0)) peer_all_rows
+cat "$L"
