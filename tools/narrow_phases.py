@@ -39,7 +39,8 @@ def instrumented_source(name, consumers):
     src = insert(src, "    const int batch = static_cast<int>(min(load_i64_now(scalar_args), static_cast<i64>(host_batch)));\n",
                  stamp(10, cond="batch >= 0"))
     src = insert(src, "    SharesWalk w{};\n", stamp(11))
-    src = insert(src, "    if (tid == 0) { found[0] = batch; found[1] = W; found[2] = x0; found[3] = aligned ? W : x1; }\n",
+    src = insert(src, "    if (tid == 0) { found[0] = batch; found[1] = weighted ? w.units : W; found[2] = x0; "
+                      "found[3] = aligned ? W : x1; }\n",
                  stamp(13), before=True)
     src = insert(src, "    w.u = static_cast<int>(found[0]);\n", stamp(12), before=True)
     src = insert(src, "    __syncthreads();   // (cta_sequence's or sequence_shares' scratch is free from here on)\n",
