@@ -6,13 +6,10 @@
 # 1. The dense, sparse, fp8, hardening and host GPU files on HEAD (test_balanced_splits'
 #    ring batches, the 64-head schedule test and any 17-64-row batch of two or more now in
 #    segment mode; the ring's sparse / fp8 variants' SASS changed with the segment loop's
-#    skeleton).  Prediction: all pass.  (If the call runs long, split it: the peer run is
-#    ~3 min.)
+#    skeleton).  Prediction: all pass.  ~8 minutes.
 # 2. hopper_check --schedule ring.  Prediction: 0 failures.
-# 3. The ring's sparse / fp8 rows, HEAD against the ring template of the session's start
-#    (next_ring_before_segments.patch), two rounds.  Prediction: within 1%.
-# 4. Every README row beside the peers.  Prediction: DeepSeek h64 ragged ~0.95, h32 ragged
-#    ~0.98, h16 s_q2 ragged ~0.99, the others as at b3766f8 / 65ab684.
+# (next_session34_call2.sh: the ring's sparse / fp8 rows against the session start's
+# template, then every README row beside the peers.)
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
@@ -21,8 +18,4 @@ GPU_FILE_TIMEOUT=200 gpu_files head dense
 GPU_FILE_TIMEOUT=90 gpu_files head sparse fp8 hardening host
 (PYTHONPATH=. timeout 90 python3 tools/hopper_check.py --schedule ring > "$OUT/check_ring.txt" 2>&1)
 say "check ring exit $?: $(grep -h 'correctness' "$OUT/check_ring.txt")"
-patched /tmp/before next_ring_before_segments.patch
-C="sparse_ds_mla_b128_sq1_h64 sparse_bf16_b128_sq1_h128 fp8_ds_mla_b128_h128_s8192 fp8_b128_h128_s8192"
-BENCH_TIMEOUT=150 bench_trees . /tmp/before
-PEER_TIMEOUT=$((590 - SECONDS + T0)) peer_all_rows
 cat "$L"
