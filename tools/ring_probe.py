@@ -45,7 +45,7 @@ def instrumented_source(name):
     src = insert(src, "    float2* sRow = reinterpret_cast<float2*>(smem + SMEM_ROW);\n", _stamp(0))
     src = insert(src, "            // Dense: visible keys [lo, hi) of the two fragment rows.", _stamp("1 + 3 * seg", f"seg < {SEGS}"),
                  before=True)
-    src = insert(src, "            ring_base += num_tiles;\n            // The next segment's Q",
+    src = insert(src, "\n            ring_base += num_tiles;\n",   # (warpgroup 0's: the producer's is indented deeper)
                  _stamp("2 + 3 * seg", f"seg < {SEGS}")
                  + f"if (seg < {SEGS} && threadIdx.x == 0) g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y"
                    f" * blockIdx.z)][{TILES} + seg] = ring_base + num_tiles;\n", before=True)
