@@ -49,7 +49,8 @@ def instrumented_source(name):
                  _stamp("2 + 3 * seg", f"seg < {SEGS}")
                  + f"if (seg < {SEGS} && threadIdx.x == 0) g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y"
                    f" * blockIdx.z)][{TILES} + seg] = ring_base + num_tiles;\n", before=True)
-    src = insert(src, "make_int4(g.part, g.parts, t * num_heads, 0);\n", _stamp("3 + 3 * seg", f"seg < {SEGS}"))
+    src = insert(src, "write_seg_info(seg_info, g.tok0 + t, g.part, g.parts, t * num_heads);\n",
+                 _stamp("3 + 3 * seg", f"seg < {SEGS}"))
     assert TILES + SEGS <= SLOTS
     return src
 
