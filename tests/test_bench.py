@@ -724,6 +724,7 @@ def test_ncu_compare_refuses_an_unknown_case_and_peer():
     ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper", ["noscale", "noconvert", "nocopy", "nostore",
                                                         "nocopy+noconvert+nostore"]),
     ("mla_decode_fp8_causal_dense_fold0_hopper", ["noconvert", "nostore"]),
+    ("mla_decode_bf16_causal_dense_fold0_hopper", ["nokeys"]),
     ("mla_decode_fp8_ds_mla_null_sparse_fold0_hopper_pair", ["noscale", "noconvert", "noload", "noload+noconvert",
                                                              "nopeer", "noload+noconvert+nopeer"]),
 ])

@@ -276,6 +276,18 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_m
     _nvrtc_compile(src, "ablation.cu")
 
 
+def test_the_ring_without_key_reads_compiles():
+    """producer_ceiling.py's nokeys: the dense 16-bit ring's key copies zero-fill without a
+    source (every copy of a key tile, none of Q's), and the kernel still compiles."""
+    from mla_cupy.variants import parse
+    producer_ceiling = _tool("producer_ceiling")
+    source = render(parse("mla_decode_bf16_causal_dense_fold0_hopper"))
+    src = producer_ceiling.ablated_source(source, "nokeys", keep_mma=True)
+    assert src.count("src.row + j * 16, false);") == 1 and "src.row + j * 16, valid);" not in src
+    assert src.count("cp_async_16(") == source.count("cp_async_16(")   # Q's copies untouched
+    _nvrtc_compile(src, "nokeys.cu")
+
+
 @pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nostore", "strip+nocopy",
                                       "strip+nolookup", "nocopy+noconvert+nostore", "idle", "nomath",
                                       "idle+nomath"])

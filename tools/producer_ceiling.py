@@ -25,6 +25,10 @@ it bound by the instructions it issues, NOTES.md):
   nomath     the narrow math warpgroup reduced to the hand-over: each tile's wait for
              its chunks and their release, no MMA, softmax or P^T (with idle: the bare
              hand-over)
+  nokeys     the ring's dense 16-bit key copies zero-fill instead of reading (cp.async
+             with no source bytes): no key leaves DRAM, every hand-over, lookup, MMA and
+             softmax stays (on zeros) — with --keep-mma, the ring's math and hand-overs
+             without the memory: is its tile rate the math's or the loads'?
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
@@ -102,6 +106,8 @@ ABLATIONS = {
                [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")]],
     "noload": [[("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
                  "const bool valid = false;")]],
+    "nokeys": [[("cp_async_16(kv_tile(tile) + sw128_offset<KV_CHUNK_BYTES>(ld_n, j), src.row + j * 16, valid);",
+                 "cp_async_16(kv_tile(tile) + sw128_offset<KV_CHUNK_BYTES>(ld_n, j), src.row + j * 16, false);")]],
     "nopeer": [[("constexpr u32 PEER_BYTES = HALF_KEYS * PIECES * 16 + 4 * 4;", "constexpr u32 PEER_BYTES = 0;"),
                 ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
                 ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
