@@ -16,10 +16,18 @@
 #    b32, b1, varlen) auto in both.  Prediction: h64 uniform ~170 us (ring 180), ragged
 #    ~200 (balanced splits, ring 195: segment mode for it is the step after); the h128 rows
 #    within ±3% (the N = 32 S wgmmas against deeper buffers).
+# 0. First, HEAD's seesaw (64-key tiles) forced at 64 rows under tools/phase_probe.py: its
+#    pair loop's time a tile at h64 (no L2 sharing between row tiles) against h128's ~2.0 us.
+#    FlashMLA, the same organisation, streams h64 at ~31 GB/s an SM (2.4 us a 64-key tile);
+#    if ours is near that, its h64 deficit (199.7 us, session 32) is split mode's fixed
+#    costs, and segment mode for the seesaw is the road; if it is well above, the loads are.
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
 begin_call
+MLA_CUPY_HOPPER_SCHEDULE=seesaw PYTHONPATH=.:tests timeout 90 python3 tools/phase_probe.py \
+  --cases ds_h64_sq1_uniform ds_h128_sq1_uniform >> "$L" 2>&1
+say "phase probe $?"
 GPU_FILE_TIMEOUT=200 checked_patch /tmp/s32 next_seesaw_32x4.patch s32 seesaw dense
 for r in 1 2; do
   C="ds_h64_sq1_uniform ds_h64_sq1_ragged"
