@@ -14,7 +14,14 @@ over its tiles), a CTA's start (entry to its first loop), and a boundary (a loop
 end to the next segment's start: the row totals, the epilogue and the wait for the
 next Q; the next segment's first tile then waits in its loop).
 
-    PYTHONPATH=.:tests python3 tools/ring_probe.py [CASE[:P] ...] [--name VARIANT]
+``--tile N``: %clock64 stamps (both math warpgroups of an SM share the clock) at each
+hand-over of the first segment's tile N instead: warpgroup 0's step(N) (S(N + 1) queued,
+P V_L(N) queued, S(N + 1) done, the softmax of N + 1 waiting for warpgroup 1 to free the P
+slot, P(N + 1) published, P V_L(N) done, tile N released) and warpgroup 1's (P(N) taken,
+P V_R(N) queued, done and released).  Prints each step's median cycles from warpgroup 0's
+step entry and from the previous stamp of its warpgroup: where a tile's ~2450 clocks go.
+
+    PYTHONPATH=.:tests python3 tools/ring_probe.py [CASE[:P] ...] [--name VARIANT] [--tile N]
 """
 import argparse
 import os
@@ -23,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from phase_probe import SLOTS, insert, install, stamped_calls  # noqa: E402
+from phase_probe import PER_WG, SLOTS, insert, install, stamp, stamped_calls  # noqa: E402
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper"
 SEGS = 5                 # segments stamped a CTA: slots 1 + 3 s .. 3 + 3 s
@@ -53,6 +60,54 @@ def instrumented_source(name):
                  _stamp("3 + 3 * seg", f"seg < {SEGS}"))
     assert TILES + SEGS <= SLOTS
     return src
+
+
+# (warpgroup, anchor (unique in the source), condition, label): a clock64 stamp after the
+# anchor's last line, or before its first with a label starting "wait".  The softmax's j is
+# the tile it exponentiates (step j's is j + 1); the loops' `seg` the segment.
+TILE_STEPS = [
+    (0, "                if (NEXT) issue_qk(j + 1, s_next);\n", "seg == 0 && j == {n}", "wait: step(N) entry"),
+    (0, "                if (NEXT) issue_qk(j + 1, s_next);\n", "seg == 0 && j == {n}", "S(N+1) queued"),
+    (0, "                issue_pv(p, kv_tile(j));\n", "seg == 0 && j == {n}", "P V_L(N) queued"),
+    (0, "// groups retire in order: S(j + 1) has landed\n", "seg == 0 && j == {n}", "S(N+1) done"),
+    (0, "                if (at(j) > 0) bar_sync(BAR_P_FREE);", "seg == 0 && j == {n} + 1", "wait: P slot free?"),
+    (0, "                if (at(j) > 0) bar_sync(BAR_P_FREE);", "seg == 0 && j == {n} + 1", "P slot free"),
+    (0, "                bar_arrive(BAR_P_READY);\n", "seg == 0 && j == {n} + 1", "P(N+1) published"),
+    (0, "                wgmma_wait<0>();               // P V(j) is done\n", "seg == 0 && j == {n}", "P V_L(N) done"),
+    (0, "                mbar_arrive(empty_bar(j));                   // tile j's buffer\n", "seg == 0 && j == {n}",
+     "tile N released"),
+    (1, "                take_p(p);\n", "seg == 0 && j == {n}", "wait: P(N)?"),
+    (1, "                take_p(p);\n", "seg == 0 && j == {n}", "P(N) taken"),
+    (1, "                issue_pv(p, kv_tile(j) + V_HALF_CHUNKS * KV_CHUNK_BYTES);\n", "seg == 0 && j == {n}",
+     "P V_R(N) queued"),
+    (1, "// warpgroup 1 is done with tile j\n", "seg == 0 && j == {n}", "P V_R(N) done, released"),
+]
+
+
+def instrument_tile(src, n):
+    """TILE_STEPS' clock64 stamps for tile n, slot PER_WG * warpgroup + k."""
+    slot = {0: 0, 1: 0}
+    for wg, anchor, cond, label in TILE_STEPS:
+        assert src.count(anchor) == 1, (anchor, src.count(anchor))
+        at = src.index(anchor)
+        at = src.rfind("\n", 0, at) + 1 if label.startswith("wait") else src.index("\n", at + len(anchor) - 1) + 1
+        src = src[:at] + stamp(slot[wg], "clock64", cond.format(n=n)) + src[at:]
+        slot[wg] += 1
+    assert max(slot.values()) <= PER_WG
+    return src
+
+
+def report_tile(name, p, a, n):
+    a = a[(a[:, 0] > 0) & (a[:, PER_WG] > 0)]
+    print(f"{name} P={p}: tile {n} of the first segment in {len(a)} CTAs (clock64; warpgroup 0's step entry = 0)")
+    t0 = a[:, 0]
+    slot = {0: 0, 1: 0}
+    for wg, _, _, label in TILE_STEPS:
+        k = slot[wg]
+        slot[wg] += 1
+        col = a[:, PER_WG * wg + k]
+        since = col - a[:, PER_WG * wg + k - 1] if k > 0 else col - t0
+        print(f"   wg{wg} {label:26s} at {np.median(col - t0):7.0f}  (+{np.median(since):6.0f})")
 
 
 def report(name, p, a):
@@ -95,10 +150,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", default=["ds_h64_sq1_ragged", "ds_h64_sq1_uniform"])
     ap.add_argument("--name", default=NAME, help="the ring variant the cases launch")
+    ap.add_argument("--tile", type=int, default=None, help="stamp the hand-overs of this tile instead")
     args = ap.parse_args()
-    prof = install(args.name, instrumented_source(args.name))
+    if args.tile is None:
+        prof = install(args.name, instrumented_source(args.name))
+    else:
+        from mla_cupy.render import render
+        from mla_cupy.variants import parse
+        src = render(parse(args.name)).replace(
+            'extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\nextern "C" __global__', 1)
+        prof = install(args.name, instrument_tile(src, args.tile))
     for name, p, a in stamped_calls(args.cases, prof):
-        report(name, p, a)
+        if args.tile is None:
+            report(name, p, a)
+        else:
+            report_tile(name, p, a, args.tile)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,10 @@ begin_call
 MLA_CUPY_HOPPER_SCHEDULE=seesaw PYTHONPATH=.:tests timeout 90 python3 tools/phase_probe.py \
   --cases ds_h64_sq1_uniform ds_h128_sq1_uniform >> "$L" 2>&1
 say "phase probe $?"
+# 0b. Where the ring's ~2450 clocks a tile go (ring_probe.py --tile, new in session 34):
+#    warpgroup 0's step and warpgroup 1's P V of a tile mid-segment, clock64.
+PYTHONPATH=.:tests timeout 60 python3 tools/ring_probe.py ds_h64_sq1_uniform --tile 40 >> "$L" 2>&1
+say "ring tile probe $?"
 GPU_FILE_TIMEOUT=200 checked_patch /tmp/s32 next_seesaw_32x4.patch s32 seesaw dense
 for r in 1 2; do
   C="ds_h64_sq1_uniform ds_h64_sq1_ragged"
