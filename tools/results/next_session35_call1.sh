@@ -48,4 +48,13 @@ for r in 1 2; do
 done
 echo "== HEAD auto (the ring) at h64" >> "$L"
 C="ds_h64_sq1_uniform ds_h64_sq1_ragged" PYTHONPATH=. bench
+# 2. The aligned cut's threshold (SEGMENT_CUT_TILES = 8, fitted on the narrow kernel in
+#    session 13, before the schedule records and the compact start): at 1, b128 h16 (the
+#    narrow kernel; 128 sequences on 128 of 132 SMs) takes the equal cut, every other README
+#    row keeps its cut; at 0, the uniform DeepSeek rows take it too.  Prediction: at 1, b128
+#    h16 300 -> ~296 (3 tiles fewer a share against a boundary of ~16-row Q and partial);
+#    at 0, ds h16 uniform within 1%, ds h64 uniform (the ring, ~7 us a boundary) +2-4%.
+patched /tmp/c1 next_segment_cut_1.patch
+patched /tmp/c0 next_segment_cut_0.patch
+C="b128_h16_s8192 ds_h16_sq1_uniform ds_h64_sq1_uniform" BENCH_TIMEOUT=120 bench_trees . /tmp/c1 /tmp/c0
 cat "$L"
