@@ -4,11 +4,23 @@ and the combine reads each sequence's partials from seg_info.  Keep the model in
 step with the kernel's arithmetic when it changes; the GPU tests
 (test_gpu_dense.py::test_segment_mode*) check the kernel itself against the
 reference."""
+import pathlib
+import re
+
 import numpy as np
 import pytest
 
 
-SEGMENT_CUT_TILES = 8   # sequence.cuh.j2
+def _kernel_constant(name):
+    """A constant of kernels/common/sequence.cuh.j2, read from the template itself (one
+    place for the fact: the model follows the kernel when the constant is refitted)."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "kernels" / "common" / "sequence.cuh.j2").read_text()
+    found = re.findall(rf"constexpr long long {name} = (\d+);", text)
+    assert len(found) == 1, (name, found)
+    return int(found[0])
+
+
+SEGMENT_CUT_TILES = _kernel_constant("SEGMENT_CUT_TILES")
 
 
 def shares_plan(tiles, grid, start=0):
