@@ -226,33 +226,37 @@ MBAR_PARTIES.update({"sfull": 1, "sempty": 1})
 L, R = 0, 1
 
 
-def _seesaw_wait_tile(tile, halves):
+def _seesaw_wait_tile(tile, halves, stages=2):
     for h in halves:
-        yield "mwait", ("sfull", tile % 2, h), tile // 2
+        yield "mwait", ("sfull", tile % stages, h), tile // stages
 
 
-def _seesaw_pairs_wg0(n, wait, edges=False, after_s=lambda t: ()):
+def _two_buffers(tile):
+    return tile % 2
+
+
+def _seesaw_pairs_wg0(n, wait, edges=False, after_s=lambda t: (), buf=_two_buffers):
     """Warpgroup 0's pairs over a job of n tiles; wait(t, halves) yields the waits
-    for tile t, after_s(t) what follows S(t)'s retirement."""
+    for tile t, after_s(t) what follows S(t)'s retirement, buf(t) tile t's buffer."""
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "arrive", "m0"
         yield "sync", "m1"
         yield "arrive", "p0"
-        yield "marrive", ("sempty", 0, L), None          # P(a) V_L(a) retired
+        yield "marrive", ("sempty", buf(ta), L), None    # P(a) V_L(a) retired
         if tb < n:
             yield "sync", "p1"
         if ta + 2 < n:                                    # S(a + 2), chunks 0-3
             yield from wait(ta + 2, (L, R) if edges else (L,))
         if tb < n:
-            yield "marrive", ("sempty", 1, L), None      # P(b) V_L(b) retired
+            yield "marrive", ("sempty", buf(tb), L), None   # P(b) V_L(b) retired
         if ta + 2 < n:
             if not edges:                                 # S(a + 2), chunks 4..
                 yield from wait(ta + 2, (R,))
             yield from after_s(ta + 2)
 
 
-def _seesaw_pairs_wg1(n, wait, after_s=lambda t: ()):
+def _seesaw_pairs_wg1(n, wait, after_s=lambda t: (), buf=_two_buffers):
     """Warpgroup 1's pairs (its S waits for the R half first: R_FIRST)."""
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
@@ -262,8 +266,8 @@ def _seesaw_pairs_wg1(n, wait, after_s=lambda t: ()):
             yield "arrive", "p1"
         yield "sync", "p0"
         if tb < n:
-            yield "marrive", ("sempty", 1, R), None      # P(b) V_R(b) retired
-        yield "marrive", ("sempty", 0, R), None          # P(a)' V_R(a) retired
+            yield "marrive", ("sempty", buf(tb), R), None   # P(b) V_R(b) retired
+        yield "marrive", ("sempty", buf(ta), R), None    # P(a)' V_R(a) retired
         if tb + 2 < n:                                    # S(b + 2)
             yield from wait(tb + 2, (R, L))
             yield from after_s(tb + 2)
@@ -274,8 +278,9 @@ def seesaw_wg0(n, stages=2, edges=False):
     tile is an edge tile, whose S first waits for both halves (zero_edges)."""
     yield "sync", "q"
     if n > 0:
-        yield from _seesaw_wait_tile(0, (L, R))
-    yield from _seesaw_pairs_wg0(n, _seesaw_wait_tile, edges)
+        yield from _seesaw_wait_tile(0, (L, R), stages)
+    yield from _seesaw_pairs_wg0(n, lambda t, halves: _seesaw_wait_tile(t, halves, stages), edges,
+                                 buf=lambda t: t % stages)
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
@@ -285,33 +290,37 @@ def seesaw_wg1(n, stages=2, edges=False):
     the R half first: R_FIRST)."""
     yield "sync", "q"
     if n > 1:
-        yield from _seesaw_wait_tile(1, (R, L))
-    yield from _seesaw_pairs_wg1(n, _seesaw_wait_tile)
+        yield from _seesaw_wait_tile(1, (R, L), stages)
+    yield from _seesaw_pairs_wg1(n, lambda t, halves: _seesaw_wait_tile(t, halves, stages),
+                                 buf=lambda t: t % stages)
     yield "sync", "epilogue"
     yield "sync", "epilogue"
 
 
 def seesaw_loader(k, h, wait_for_empty=True):
-    """The loading warp of buffer k's half h."""
+    """The loading warp of half h of the tiles of parity k (with two buffers: buffer k's)."""
     def warp(n, stages=2):
         for tile in range(k, n, 2):
-            if tile >= 2 and wait_for_empty:
-                yield "mwait", ("sempty", k, h), tile // 2 - 1
-            yield "marrive", ("sfull", k, h), None
+            if tile >= stages and wait_for_empty:
+                yield "mwait", ("sempty", tile % stages, h), tile // stages - 1
+            yield "marrive", ("sfull", tile % stages, h), None
     return warp
 
 
 SEESAW_LOADERS = tuple(seesaw_loader(k, h) for k in (0, 1) for h in (L, R))
 
 
+@pytest.mark.parametrize("stages", [2])
 @pytest.mark.parametrize("edges", [False, True])
-def test_seesaw_hand_over_neither_hangs_nor_laps(edges):
+def test_seesaw_hand_over_neither_hangs_nor_laps(edges, stages):
+    """Two 64-key buffers (the model also takes more: the buffer of a tile is its index
+    modulo `stages`)."""
     def wg0(n, stages):
         return seesaw_wg0(n, stages, edges)
 
     def wg1(n, stages):
         return seesaw_wg1(n, stages, edges)
-    got = {n: run(n, 2, (wg0, wg1) + SEESAW_LOADERS) for n in range(20)}
+    got = {n: run(n, stages, (wg0, wg1) + SEESAW_LOADERS) for n in range(20)}
     assert got == {n: "ok" for n in range(20)}
 
 
