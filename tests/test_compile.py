@@ -236,11 +236,8 @@ def test_ring_probe_instruments_the_ring():
 def test_ring_probe_stamps_a_tiles_hand_overs():
     """ring_probe.py --tile: a clock64 stamp at each of TILE_STEPS' hand-overs of the ring's
     warpgroups 0 and 1, every anchor found once, and the instrumented source compiles."""
-    from mla_cupy.variants import parse
     ring_probe = _tool("ring_probe")
-    src = render(parse(ring_probe.NAME)).replace(
-        'extern "C" __global__', '__device__ unsigned long long g_prof[8192][96];\nextern "C" __global__', 1)
-    src = ring_probe.instrument_tile(src, 3)
+    src = ring_probe.tile_source(ring_probe.NAME, 3)
     assert src.count("g_prof[") == 1 + len(ring_probe.TILE_STEPS)
     assert src.count("%%clock64") == len(ring_probe.TILE_STEPS)
     _nvrtc_compile(src, "ring_tile_probe.cu")

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, "tools")
-from phase_probe import PER_WG, SLOTS, insert, install, stamp, stamped_calls  # noqa: E402
+from phase_probe import PER_WG, declare_stamps, insert, install, stamp, stamped_calls  # noqa: E402
 
 TILES_SLOT, SEGMENTS_SLOT = 8, 9   # warpgroup 0's counters (its stamps: slots 0-7 and 10-13)
 
@@ -30,8 +30,7 @@ def instrumented_source(name, consumers):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     src = render(parse(name))
-    # (declared first: the shares' scan, stamped too, comes before the kernel)
-    src = f"__device__ unsigned long long g_prof[8192][{SLOTS}];\n" + src
+    src = declare_stamps(src)   # (the shares' scan, stamped too, comes before the kernel)
     cta = "g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
     src = insert(src, "    const int warp = tid >> 5, lane = tid & 31;\n", stamp(0))
     # inside sequence_shares (segment mode): batch_size landed, the first pass's scan, the share's

@@ -31,6 +31,13 @@ NAME = "mla_decode_bf16_causal_dense_fold0_hopper_seesaw"
 PER_WG = 16    # stamps per warpgroup: warpgroup w uses slots PER_WG w .. PER_WG w + PER_WG - 1
 PER_WARP = 12  # --per-warp: warp v (0..7) uses slots PER_WARP v .. PER_WARP v + PER_WARP - 1
 SLOTS = 8 * PER_WARP
+CTA_SLOTS = 8192   # CTAs stamped, by their linear index in the grid
+
+
+def declare_stamps(src):
+    """A rendered kernel source with the stamps' array, g_prof[CTA_SLOTS][SLOTS], declared
+    first (the probes' stamps may sit in helpers the kernel includes before itself)."""
+    return f"__device__ unsigned long long g_prof[{CTA_SLOTS}][{SLOTS}];\n" + src
 
 
 def stamp(k, clock="globaltimer", cond="true"):
@@ -114,8 +121,7 @@ def instrumented_source(pair, per_warp=False):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     src = render(parse(NAME))
-    src = src.replace('extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\n'
-                      'extern "C" __global__', 1)
+    src = declare_stamps(src)
     return instrument_pair(src, pair, per_warp) if pair is not None else instrument_phases(src)
 
 
@@ -130,7 +136,7 @@ def install(name, src):
     k = mod.get_function(name)
     k.max_dynamic_shared_size_bytes = compiler._dynamic_smem(parse(name))
     compiler._memo[(name, 0)] = k
-    return cupy.ndarray((8192 * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
+    return cupy.ndarray((CTA_SLOTS * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
 
 
 def stamped_calls(cases, prof, warm="none"):
@@ -161,7 +167,7 @@ def stamped_calls(cases, prof, warm="none"):
                     x.ravel()[::16].sum()   # (one item in 16: every 128-byte line read)
             f()
             t.sync()
-        a = cupy.asnumpy(prof).reshape(8192, SLOTS).astype(np.int64)
+        a = cupy.asnumpy(prof).reshape(CTA_SLOTS, SLOTS).astype(np.int64)
         yield name, p, a[a[:, 0] > 0]
 
 

@@ -30,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from phase_probe import PER_WG, SLOTS, insert, install, stamp, stamped_calls  # noqa: E402
+from phase_probe import PER_WG, SLOTS, declare_stamps, insert, install, stamp, stamped_calls  # noqa: E402
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper"
 SEGS = 5                 # segments stamped a CTA: slots 1 + 3 s .. 3 + 3 s
@@ -46,9 +46,7 @@ def _stamp(slot, cond="true"):
 def instrumented_source(name):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
-    src = render(parse(name))
-    src = src.replace('extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\n'
-                      'extern "C" __global__', 1)
+    src = declare_stamps(render(parse(name)))
     src = insert(src, "    float2* sRow = reinterpret_cast<float2*>(smem + SMEM_ROW);\n", _stamp(0))
     src = insert(src, "            // Dense: visible keys [lo, hi) of the two fragment rows.", _stamp("1 + 3 * seg", f"seg < {SEGS}"),
                  before=True)
@@ -84,8 +82,12 @@ TILE_STEPS = [
 ]
 
 
-def instrument_tile(src, n):
-    """TILE_STEPS' clock64 stamps for tile n, slot PER_WG * warpgroup + k."""
+def tile_source(name, n):
+    """Variant `name` rendered with TILE_STEPS' clock64 stamps for tile n, slot PER_WG *
+    warpgroup + k."""
+    from mla_cupy.render import render
+    from mla_cupy.variants import parse
+    src = declare_stamps(render(parse(name)))
     slot = {0: 0, 1: 0}
     for wg, anchor, cond, label in TILE_STEPS:
         assert src.count(anchor) == 1, (anchor, src.count(anchor))
@@ -152,14 +154,7 @@ def main():
     ap.add_argument("--name", default=NAME, help="the ring variant the cases launch")
     ap.add_argument("--tile", type=int, default=None, help="stamp the hand-overs of this tile instead")
     args = ap.parse_args()
-    if args.tile is None:
-        prof = install(args.name, instrumented_source(args.name))
-    else:
-        from mla_cupy.render import render
-        from mla_cupy.variants import parse
-        src = render(parse(args.name)).replace(
-            'extern "C" __global__', f'__device__ unsigned long long g_prof[8192][{SLOTS}];\nextern "C" __global__', 1)
-        prof = install(args.name, instrument_tile(src, args.tile))
+    prof = install(args.name, instrumented_source(args.name) if args.tile is None else tile_source(args.name, args.tile))
     for name, p, a in stamped_calls(args.cases, prof):
         if args.tile is None:
             report(name, p, a)
