@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 35, call 1 (prepared in session 34, not run; device, repository root):
-#   OUT=$OUT bash tools/results/next_session35_call1.sh
+# Session 35, call 1 (prepared in session 34; device, repository root):
+#   OUT=$OUT bash tools/results/session35_call1.sh
 # Session 34's call 8: the ring at 64 rows takes the same time with no key read at all
 # (producer_ceiling nokeys: DeepSeek h64 uniform 180.8 full / 179.5 without key reads): its
 # math and hand-overs are the bound (warpgroup 0 computes every S and softmax; S at N = 32
