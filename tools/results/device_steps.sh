@@ -8,6 +8,15 @@ bench() {
   timeout "${BENCH_TIMEOUT:-80}" python3 tools/bench.py $C --repeats "${REPEATS:-20}" --check-seqs 2 2>&1 \
     | grep -v "^#" | cut -c1-100 >> "$L"
 }
+# Custom shapes in the current directory's tree: H heads, N cached keys, batch sizes
+# BATCHES (default "16 32"), one bench row each.  (session 35 on)
+bench_batches() {
+  local b
+  for b in ${BATCHES:-16 32}; do
+    PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size "$b" --num-heads "$1" --cache-len "$2" \
+      --repeats "${REPEATS:-20}" --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L"
+  done
+}
 # A copy of the tree at DIR with PATCH (a file in tools/results/) applied (session 17 on)
 patched() {
   rm -rf "$1" && cp -r . "$1" && (cd "$1" && git apply "tools/results/$2") || say "apply $2 failed"
