@@ -24,8 +24,8 @@ GPU_FILE_TIMEOUT=200 checked_patch /tmp/twin next_narrow_evict_first_twin.patch 
 for r in 1 2; do
   for t in . /tmp/twin; do
     echo "== $t ($r)" >> "$L"
-    (cd $t && C="b8_h16_s8192 b128_h16_s8192 ds_h16_sq1_uniform ds_h16_sq1_ragged" PYTHONPATH=. bench \
-       && bench_batches 16 8192)
+    (cd $t && C="b8_h16_s8192 b128_h16_s8192 ds_h16_sq1_uniform ds_h16_sq1_ragged" PYTHONPATH=. bench; \
+       bench_batches 16 8192)
   done
   say "round $r"
 done
