@@ -210,17 +210,42 @@ def test_every_hopper_wgmma_takes_the_operand_type_its_records_decode_to(key):
         assert ("constexpr bool MATH_SCALES = true;" in src) == math_scales, key.name
 
 
-@pytest.mark.parametrize("pair,per_warp", [(None, False), (3, False), (3, True)],
-                         ids=["phases", "pair", "pair_per_warp"])
-def test_phase_probe_instruments_the_seesaw(pair, per_warp):
+@pytest.mark.parametrize("pair,per_warp,start", [(None, False, False), (3, False, False), (3, True, False),
+                                                 (None, False, True)],
+                         ids=["phases", "pair", "pair_per_warp", "start"])
+def test_phase_probe_instruments_the_seesaw(pair, per_warp, start):
     """tools/phase_probe.py stamps lines of the seesaw kernel found by anchor
     text: every anchor is still there once (it asserts so) and the instrumented
     source compiles, so a kernel edit that moves one shows here, not on the GPU."""
     phase_probe = _tool("phase_probe")
-    src = phase_probe.instrumented_source(pair, per_warp)
-    # the declaration; a stamp per hand-over, or eight phase stamps and the tile count
-    assert src.count("g_prof[") == 1 + (len(phase_probe.PAIR_STEPS) if pair is not None else 9)
+    src = phase_probe.instrumented_source(pair, per_warp, start)
+    # the declaration; a stamp per hand-over, a start step (and each math warpgroup's loop
+    # entry), or eight phase stamps and the tile count
+    stamps = (len(phase_probe.START_STEPS) + 2 if start else len(phase_probe.PAIR_STEPS) if pair is not None
+              else 9)
+    assert src.count("g_prof[") == 1 + stamps
     _nvrtc_compile(src, "probe.cu")
+
+
+def test_phase_probe_reports_a_start_from_the_ctas_entry(capsys):
+    """phase_probe --start: each step's time since its CTA's entry (warpgroup 0's stamp),
+    medians over the CTAs that reached both pair loops, steps in the order they happen."""
+    import numpy as np
+    pp = _tool("phase_probe")
+    a = np.zeros((3, pp.SLOTS), dtype=np.int64)
+    for i, entry in enumerate((1000, 5000, 9000)):
+        for wg, k, since in [(0, 0, 0), (1, 0, 10), (2, 0, 20), (0, 1, 500), (0, 2, 900), (1, 2, 950),
+                             (2, 2, 1000), (2, 3, 1500 + 100 * i), (0, 3, 4000),
+                             (1, 3, 4100), (0, 4, 6000), (1, 4, 6500), (0, 5, 7000), (1, 5, 7200)]:
+            a[i, pp.PER_WG * wg + k] = entry + since
+    a[2, pp.PER_WG + pp.START_LOOP_SLOT] = 0        # a CTA without keys: left out
+    pp.report_start("case", 1, a)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "case P=1: the start of 2 CTAs (us since the CTA's entry)"
+    steps = [line.split()[:2] for line in lines[1:]]
+    assert [s[0] for s in steps][:5] == ["wg0", "wg0", "wg1", "wg2", "wg2"] and "loader:" in lines[5]
+    assert lines[5].split("[")[0].split()[-1] == "1.55"     # the loader's copies: 1.5 and 1.6 us after entry
+    assert "pair loop entered" in lines[-1] and lines[-1].split()[0] == "wg1"
 
 
 def test_ring_probe_instruments_the_ring():

@@ -19,8 +19,12 @@ one that moved.
 * ``--pair N --per-warp``: the same stamps by every warp (lane 0), each step's
   median per warp: a named barrier waits for the last warp, which the first
   thread's stamps do not show.
+* ``--start``: %globaltimer at the steps of a CTA's start (START_STEPS: its work
+  found, the set-up's barrier, the loader's first copies, Q landed, each math
+  warpgroup's first tile landed, the pair loop entered), each as the median, 5th
+  percentile and maximum over the CTAs of its time since the CTA's entry.
 
-    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp]] [--cases CASE[:P] ...]
+    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp] | --start] [--cases CASE[:P] ...]
 """
 import argparse
 import sys
@@ -117,12 +121,50 @@ def instrument_pair(src, pair, per_warp=False):
     return src
 
 
-def instrumented_source(pair, per_warp=False):
+# (warpgroups stamping, slot, anchor line, stamp after it unless before, condition, label):
+# a CTA's start.  Warpgroup 2 loads; thread 0 of its warp 0 issues tile 0's left half.
+START_STEPS = [
+    ((0, 1, 2), 0, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", "true", "entry"),
+    ((0,), 1, "        const int split_length = work.split.split_len;\n", "true", "work found"),
+    ((0, 1, 2), 2, "    const CtaArgs ca = *cta_args;\n", "true", "set-up's barrier"),
+    ((2,), 3, "                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
+              "            }\n", "tile == 0", "loader: tile 0's copies issued"),
+    ((0, 1), 3, "    bar_sync(BAR_Q);\n", "true", "Q landed"),
+    ((0, 1), 4, "            mbar_wait(mbar(tile, c), parity(tile));\n            wgmma_fence();\n",
+     "tile <= 1 && ci == 0", "first tile's first chunk landed"),
+]
+START_LOOP_SLOT = 5   # each math warpgroup: the pair loop entered
+
+
+def instrument_start(src):
+    for _, k, anchor, cond, _ in START_STEPS:
+        src = insert(src, anchor, stamp(k, cond=cond))
+    for wg in (0, 1):
+        loop = f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
+        src = insert(src, loop, stamp(START_LOOP_SLOT), before=True)
+    return src
+
+
+def instrumented_source(pair, per_warp=False, start=False):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     src = render(parse(NAME))
     src = declare_stamps(src)
+    if start:
+        return instrument_start(src)
     return instrument_pair(src, pair, per_warp) if pair is not None else instrument_phases(src)
+
+
+def report_start(name, p, a):
+    """Each START_STEPS stamp (and the loop's) of the CTAs that ran keys: its time since
+    the CTA's entry (warpgroup 0's), median [5th percentile, max], µs."""
+    a = a[(a[:, START_LOOP_SLOT] > 0) & (a[:, PER_WG + START_LOOP_SLOT] > 0)]
+    print(f"{name} P={p}: the start of {len(a)} CTAs (us since the CTA's entry)")
+    rows = [(wg, k, label) for wgs, k, _, _, label in START_STEPS[1:] for wg in wgs]
+    rows += [(wg, START_LOOP_SLOT, "pair loop entered") for wg in (0, 1)]
+    for wg, k, label in sorted(rows, key=lambda r: (np.median(a[:, PER_WG * r[0] + r[1]] - a[:, 0]), r[0])):
+        d = (a[:, PER_WG * wg + k] - a[:, 0]) / 1e3
+        print(f"   wg{wg} {label:34s} {np.median(d):6.2f} [{np.percentile(d, 5):6.2f}, {d.max():6.2f}]")
 
 
 def install(name, src):
@@ -235,13 +277,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", type=int, default=None, help="stamp the hand-overs of this pair instead")
     ap.add_argument("--per-warp", action="store_true", help="with --pair: every warp's stamps, not the first thread's")
+    ap.add_argument("--start", action="store_true", help="stamp the steps of a CTA's start instead (START_STEPS)")
     ap.add_argument("--cases", nargs="+", default=["b1_h128_s65536:64", "b32_h128_s4096:2", "b32_h128_s4096:1",
                                                    "b128_h128_s8192:1"],
                     help="CASE:P, or CASE for the dispatcher's own split (balanced splits where they apply)")
     args = ap.parse_args()
-    prof = install(NAME, instrumented_source(args.pair, args.per_warp))
+    prof = install(NAME, instrumented_source(args.pair, args.per_warp, args.start))
     for name, p, a in stamped_calls(args.cases, prof):
-        if args.pair is None:
+        if args.start:
+            report_start(name, p, a)
+        elif args.pair is None:
             report_phases(name, p, a)
         elif args.per_warp:
             report_pair_warps(name, p, a, args.pair)
