@@ -16,11 +16,6 @@
 #    b32 (31 tiles a share), b128 h16, DeepSeek h16 uniform / ragged within 1% (the plain
 #    kernel in both trees).
 # 3. b8 h16 beside the peers on the twin: ~x1.05-1.07 against FlashMLA (0.99 at HEAD).
-# 4. phase_probe.py --start (new in session 35) on HEAD's seesaw at b1 / b32 h128 and DeepSeek
-#    h128 uniform: where a CTA's ~13-14 us outside the tile loop go (session 35 call 3:
-#    FlashMLA's decode is 4-5 us shorter at b1 and b32).  Prediction: work found ~1 us (a
-#    record read), set-up's barrier ~1.5, the loader's first copies ~2.5, Q landed ~5-6
-#    (all CTAs' Q and first tiles at once), first tile ~7-9, the pair loop ~10-12.
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
@@ -37,7 +32,4 @@ done
 (cd /tmp/twin && timeout 100 bash tools/gpu_bench.sh b8_h16_s8192 --repeats 20 > /dev/null 2>&1)
 say "peer bench $?"
 cut -c1-230 "$OUT/bench.log" | grep -v "^# wrote" >> "$L"
-PYTHONPATH=.:tests timeout 90 python3 tools/phase_probe.py --start \
-  --cases b1_h128_s65536 b32_h128_s4096 ds_h128_sq1_uniform >> "$L" 2>&1
-say "start probe $?"
 cat "$L"
