@@ -121,8 +121,9 @@ def instrument_pair(src, pair, per_warp=False):
     return src
 
 
-# (warpgroups stamping, slot, anchor line, stamp after it unless before, condition, label):
-# a CTA's start.  Warpgroup 2 loads; thread 0 of its warp 0 issues tile 0's left half.
+# A CTA's start: (the warpgroups whose stamp the report reads, slot, anchor (the stamp goes
+# after it), condition, label).  Warpgroup 2 loads; thread 0 of its warp 0 issues tile 0's
+# left half.
 START_STEPS = [
     ((0, 1, 2), 0, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", "true", "entry"),
     ((0,), 1, "        const int split_length = work.split.split_len;\n", "true", "work found"),
