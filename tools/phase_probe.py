@@ -65,6 +65,11 @@ def insert(src, anchor, text, *, before=False, count=1):
     return src.replace(anchor, text + anchor if before else anchor + text)
 
 
+def pair_loop(wg):
+    """The seesaw's pair loop of math warpgroup wg (an anchor line)."""
+    return f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
+
+
 PHASES = ["entry->Q", "Q->firstS", "loop", "peeled", "epilogue"]
 TILES_SLOT = 6   # warpgroup 0's slot after its stamps: the CTA's num_tiles (a count, not a clock)
 
@@ -73,9 +78,8 @@ def instrument_phases(src):
     src = insert(src, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", stamp(0))
     src = insert(src, "    bar_sync(BAR_Q);\n", stamp(1))
     for wg in (0, 1):
-        loop = f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
-        src = insert(src, loop, stamp(2), before=True)
-        src = insert(src, loop, stamp(3))
+        src = insert(src, pair_loop(wg), stamp(2), before=True)
+        src = insert(src, pair_loop(wg), stamp(3))
     src = insert(src, "    pdl_launch_dependents();\n", stamp(4))
     end = src.rstrip().rfind("}")
     tiles = ("if (threadIdx.x == 0) g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
@@ -141,8 +145,7 @@ def instrument_start(src):
     for _, k, anchor, cond, _ in START_STEPS:
         src = insert(src, anchor, stamp(k, cond=cond))
     for wg in (0, 1):
-        loop = f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
-        src = insert(src, loop, stamp(START_LOOP_SLOT), before=True)
+        src = insert(src, pair_loop(wg), stamp(START_LOOP_SLOT), before=True)
     return src
 
 
@@ -245,18 +248,24 @@ def report_phases(name, p, a):
               f"their tiles median {np.median(tiles[late]):.0f}")
 
 
-def report_pair(name, p, a, pair):
-    a = a[(a[:, 0] > 0) & (a[:, PER_WG] > 0)]
-    print(f"{name} P={p}: pair {pair} in {len(a)} CTAs (clock64 cycles; wg0's entry = 0)")
-    t0 = a[:, 0:1]
-    steps = [(wg, label) for wg, _, label in PAIR_STEPS]
+def report_steps(a, steps, width=20):
+    """Clock64 stamps of (warpgroup, label) steps in slots PER_WG * warpgroup + k, k in
+    their order: each step's median cycle from warpgroup 0's first stamp, and from the
+    previous stamp of its warpgroup (the first one's: from warpgroup 0's)."""
+    t0 = a[:, 0]
     slot = {0: 0, 1: 0}
     for wg, label in steps:
         k = slot[wg]
         slot[wg] += 1
         col = a[:, PER_WG * wg + k]
-        since = col - a[:, PER_WG * wg + k - 1] if k > 0 else col - t0[:, 0]
-        print(f"   wg{wg} {label:20s} at {np.median(col - t0[:, 0]):7.0f}  (+{np.median(since):6.0f})")
+        since = col - a[:, PER_WG * wg + k - 1] if k > 0 else col - t0
+        print(f"   wg{wg} {label:{width}s} at {np.median(col - t0):7.0f}  (+{np.median(since):6.0f})")
+
+
+def report_pair(name, p, a, pair):
+    a = a[(a[:, 0] > 0) & (a[:, PER_WG] > 0)]
+    print(f"{name} P={p}: pair {pair} in {len(a)} CTAs (clock64 cycles; wg0's entry = 0)")
+    report_steps(a, [(wg, label) for wg, _, label in PAIR_STEPS])
 
 
 def report_pair_warps(name, p, a, pair):

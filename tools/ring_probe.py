@@ -30,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from phase_probe import PER_WG, SLOTS, declare_stamps, insert, install, stamp, stamped_calls  # noqa: E402
+from phase_probe import PER_WG, SLOTS, declare_stamps, insert, install, report_steps, stamp, stamped_calls  # noqa: E402
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper"
 SEGS = 5                 # segments stamped a CTA: slots 1 + 3 s .. 3 + 3 s
@@ -102,14 +102,7 @@ def tile_source(name, n):
 def report_tile(name, p, a, n):
     a = a[(a[:, 0] > 0) & (a[:, PER_WG] > 0)]
     print(f"{name} P={p}: tile {n} of the first segment in {len(a)} CTAs (clock64; warpgroup 0's step entry = 0)")
-    t0 = a[:, 0]
-    slot = {0: 0, 1: 0}
-    for wg, _, _, label in TILE_STEPS:
-        k = slot[wg]
-        slot[wg] += 1
-        col = a[:, PER_WG * wg + k]
-        since = col - a[:, PER_WG * wg + k - 1] if k > 0 else col - t0
-        print(f"   wg{wg} {label:26s} at {np.median(col - t0):7.0f}  (+{np.median(since):6.0f})")
+    report_steps(a, [(wg, label) for wg, _, _, label in TILE_STEPS], 26)
 
 
 def report(name, p, a):
