@@ -20,8 +20,8 @@ from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
 from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
-                       NARROW_TILE_ROWS, hopper_supports, narrow_supports, pair_supports, parse, resolve_backend,
-                       schedule_tile_rows, seesaw_supports)
+                       NARROW_TILE_ROWS, evict_first_supports, hopper_supports, narrow_supports, pair_supports, parse,
+                       resolve_backend, schedule_tile_rows, seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
 
@@ -369,6 +369,27 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
     if chosen == "narrow":
         return Schedule.NARROW if narrow else Schedule.RING
     return Schedule.SEESAW if chosen == "seesaw" and possible else Schedule.RING
+
+
+# A segment-mode share of at most this many 64-key tiles runs the narrow kernel's
+# `_evict_first` twin.  H200, session 35 (tools/results/NOTES.md), the hint against none,
+# two rounds each: b8 h16 s8192 (8 tiles a share) 40.0 -> 36.1 us, b16 (16 tiles) 61.8 ->
+# 59.1, b32 (31) 95.9 -> 98.3, b128 h16 305 -> 314, DeepSeek h16 uniform (64) 163.5 -> 170.6.
+EVICT_FIRST_MAX_SHARE_TILES = 16
+
+
+def takes_evict_first(key: DecodeKey, segments: int, host_batch: int, max_keys: int) -> bool:
+    """Whether a call of ``key`` runs its ``_evict_first`` twin: a narrow kernel over a
+    dense 16-bit cache (variants.evict_first_supports) in segment mode (``segments``
+    shares) whose shares hold at most EVICT_FIRST_MAX_SHARE_TILES tiles, bounded on the
+    host by ``host_batch`` sequences of at most ``max_keys`` keys each (the cache's
+    max_cache_length + q_max_seq_len).  A bound above the truth only keeps the plain
+    kernel; the hint changes no result."""
+    if not segments or not evict_first_supports(key):
+        return False
+    block_n = launch_config(key).block_n
+    tiles = host_batch * -(-max_keys // block_n)
+    return -(-tiles // segments) <= EVICT_FIRST_MAX_SHARE_TILES
 
 
 def hopper_key(key: DecodeKey, page_size: int, group_rows: int, split_keys: int | None = None) -> DecodeKey:

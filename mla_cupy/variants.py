@@ -8,7 +8,8 @@ Decode names read ``mla_decode_{layout}_{mask}_{sparse}_fold{0|1}`` followed by
 suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
 tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` /
-``_narrow`` / ``_pair`` (its other schedules).  Combine names read ``mla_combine_{out dtype}``; the GPU
+``_narrow`` / ``_pair`` (its other schedules), ``_evict_first`` (the narrow
+kernel's keys loaded under L2's evict_first hint, for short streams).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -87,6 +88,10 @@ class DecodeKey:
     tile_rows: int = 64
     backend: Backend = Backend.PORTABLE
     schedule: Schedule = Schedule.RING
+    # The keys' TMA copies under L2's evict_first hint (the narrow schedule over dense
+    # 16-bit caches: evict_first_supports); the dispatcher picks it for short streams
+    # (compiler.takes_evict_first).
+    evict_first: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -95,6 +100,7 @@ class DecodeKey:
         object.__setattr__(self, "mask", Mask(self.mask))
         object.__setattr__(self, "sparsity", Sparsity(self.sparsity))
         object.__setattr__(self, "fold", bool(self.fold))
+        object.__setattr__(self, "evict_first", bool(self.evict_first))
         check(self)
 
     @property
@@ -111,6 +117,8 @@ class DecodeKey:
             n += "_hopper"
         if self.schedule is not Schedule.RING:
             n += f"_{self.schedule.value}"
+        if self.evict_first:
+            n += "_evict_first"
         return n
 
     @property
@@ -245,6 +253,9 @@ def check(key: DecodeKey) -> None:
     if key.schedule is Schedule.NARROW and not narrow_supports(key):
         raise ValueError(f"the narrow schedule is a hopper kernel of dense bf16/fp16/fp8/fp8_ds_mla caches, got "
                          f"{key.backend.value} {key.layout.value} {key.sparsity.value}")
+    if key.evict_first and not evict_first_supports(key):
+        raise ValueError(f"evict_first: the narrow schedule's TMA copies of dense bf16/fp16 caches carry the hint, "
+                         f"got {key.backend.value} {key.schedule.value} {key.layout.value} {key.sparsity.value}")
 
 
 BACKENDS = ("auto", "portable", "hopper")
@@ -288,6 +299,13 @@ def narrow_supports(key: DecodeKey) -> bool:
             and (records or (key.sparsity is Sparsity.DENSE and key.layout in (Layout.BF16, Layout.FP16))))
 
 
+def evict_first_supports(key: DecodeKey) -> bool:
+    """Which Hopper variants have an ``_evict_first`` twin: the narrow schedule over dense
+    16-bit caches, whose loading warp copies the keys by TMA."""
+    return (key.backend is Backend.HOPPER and key.schedule is Schedule.NARROW
+            and key.sparsity is Sparsity.DENSE and key.layout in (Layout.BF16, Layout.FP16))
+
+
 def pair_supports(key: DecodeKey) -> bool:
     """Which Hopper variants the pair schedule implements: sparse fp8_ds_mla records
     with bf16 queries, one token a row group (unfolded)."""
@@ -297,7 +315,7 @@ def pair_supports(key: DecodeKey) -> bool:
 
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?(?P<evict_first>_evict_first)?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -314,7 +332,8 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
                         fold=m["fold"] == "1", d_qk=int(m["d_qk"] or D_QK),
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
                         backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE,
-                        schedule=Schedule(m["schedule"] or Schedule.RING.value))
+                        schedule=Schedule(m["schedule"] or Schedule.RING.value),
+                        evict_first=bool(m["evict_first"]))
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key
@@ -332,10 +351,11 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
 def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
     """Every valid key in a stable order (decode, combine, quantise kernels, then the input check)."""
     keys: list = []
-    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows in itertools.product(
-            Backend, Schedule, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS):
+    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows, evict_first in itertools.product(
+            Backend, Schedule, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS,
+            (False, True)):
         try:
-            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend, schedule)
+            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend, schedule, evict_first)
         except ValueError:
             continue
         keys.append(key)

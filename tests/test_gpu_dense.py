@@ -235,6 +235,29 @@ def test_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
         monkeypatch.delenv("MLA_CUPY_SPLIT")
 
 
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300)])
+def test_short_streams_run_the_evict_first_twin(compiled_kernels, rng, monkeypatch, mask, window):
+    """compiler.takes_evict_first: a batch whose segment-mode shares hold at most 16 tiles
+    (8 sequences of up to 8K keys: ~8 a share) runs the narrow kernel's `_evict_first`
+    twin, a longer one (40 sequences of 3-4K keys: ~20 a share) the plain kernel; both
+    against the reference, with NaN in the workspace and in unused cache slots and the
+    pages permuted (make_case)."""
+    from mla_cupy import dispatch
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setattr(dispatch, "_workspaces", {})
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    for cache_lens, twin in ((list(rng.integers(1, 8192, 8)), True), (list(rng.integers(3000, 4096, 40)), False)):
+        monkeypatch.setattr(dispatch, "_eager_plans", {})
+        case = make_case(rng, seq_lens=[1] * len(cache_lens), cache_lens=cache_lens, num_heads=16,
+                         page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window, sink="random")
+        _check(case)
+        plans = list(dispatch._eager_plans.values())
+        if assert_schedule_ran(plans, "_hopper_narrow", case.describe()):   # (portable: no twin)
+            assert all(p.variant.endswith("_evict_first") == twin and p.grid[1] > 1 for p in plans), \
+                ([(p.variant, p.grid) for p in plans], case.describe())
+
+
 @pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300), ("null", -1)])
 def test_ring_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
     """The dense ring kernel in segment mode (MLA_CUPY_SPLIT=segments; its producer's

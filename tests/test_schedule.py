@@ -2,6 +2,7 @@
 and the variant names of ``variants.py``."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import mla_cupy.schedule as S
@@ -276,10 +277,14 @@ def test_variant_lists():
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
     # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the ring, the
-    # seesaw and the narrow kernel's two tiles)
+    # seesaw and the narrow kernel's two tiles, each narrow one with its _evict_first twin)
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * (3 + 4)
+    assert len(dense16) == 2 * 3 * 2 * (3 + 2 + 2 * 2)
+    twins = [k for k in dense16 if k.evict_first]
+    assert len(twins) == 2 * 3 * 2 * 2 and all(k.name.endswith("_hopper_narrow_evict_first") for k in twins)
+    assert {dataclasses.replace(k, evict_first=False) for k in twins} == {
+        k for k in dense16 if k.schedule.value == "narrow" and not k.evict_first}
     # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
@@ -297,7 +302,7 @@ def test_variant_lists():
         k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
     # the narrow schedule: a third, with 16- and 32-row tiles, also over the byte records (dense or sparse)
     all_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8]
-    assert {k.name for k in decode if k.schedule.value == "narrow"} == {
+    assert {k.name for k in decode if k.schedule.value == "narrow" and not k.evict_first} == {
         k.name + "_hopper_narrow" for k in dense16 + all_records
         if k.tile_rows in (16, 32) and k.backend.value == "portable"}
     # every valid combination is listed
@@ -306,6 +311,10 @@ def test_variant_lists():
 
 
 @pytest.mark.parametrize("kw", [
+    dict(evict_first=True),                                              # the portable kernel
+    dict(evict_first=True, backend="hopper"),                            # the ring
+    dict(evict_first=True, backend="hopper", schedule="seesaw"),
+    dict(evict_first=True, backend="hopper", schedule="narrow", tile_rows=16, layout="fp8"),
     dict(fold=True),                                                     # fold without sparse
     dict(fold=True, sparsity="dense", layout="fp8"),
     dict(sparsity="sparse", mask="sliding_window_causal"),

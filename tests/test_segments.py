@@ -207,10 +207,10 @@ from mla_cupy.testing import stub_device  # noqa: E402
 B, T = 3, 3
 
 
-def _launch(num_heads, chosen=True, page_size=64, num_partitions=2, **kw):
+def _launch(num_heads, chosen=True, page_size=64, num_partitions=2, max_cache_length=200, **kw):
     with stub_device() as launches:
         kv = PagedKVCollection(F((5, 1, page_size, 576), "bfloat16"), F((B, 4), np.int32), F((B,), np.int32),
-                               page_size, max_cache_length=200)
+                               page_size, max_cache_length=max_cache_length)
         generic_flare_mla_decode_kv_cache_ragged(
             q=F((T, num_heads, 576), "bfloat16"), input_row_offsets=F((B + 1,), np.int32), kv_collection=kv,
             layer_idx=0, scale=0.1, output=F((T, num_heads, 512), "bfloat16"),
@@ -222,7 +222,7 @@ def test_the_narrow_kernel_takes_equal_shares_when_the_split_is_its_to_choose(mo
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     decode, combine = _launch(16)
-    assert decode.kernel_name.endswith("_m16_hopper_narrow") and decode.grid == (1, 132, 1)
+    assert decode.kernel_name.endswith("_m16_hopper_narrow_evict_first") and decode.grid == (1, 132, 1)
     slot = decode.slots
     assert slot[abi.DECODE.slot("segment_ctas")] == 132 and slot[abi.DECODE.slot("host_batch")] == B
     # seg_info: in the lse workspace's tail, after (G + B - 1) partials of 16 rows
@@ -230,6 +230,28 @@ def test_the_narrow_kernel_takes_equal_shares_when_the_split_is_its_to_choose(mo
     assert slot[abi.DECODE.slot("seg_info")] == lse_part + 4 * (132 + B - 1) * 16
     assert combine.slots[abi.COMBINE.slot("seg_info")] == slot[abi.DECODE.slot("seg_info")]
     assert combine.slots[abi.COMBINE.slot("segment_rows")] == 16 and combine.programmatic
+
+
+# B sequences of at most max_cache_length + 1 keys over 132 shares: 16 tiles a share at
+# most up to 45055 cached keys (3 x 704 tiles = 132 x 16), 17 from 45056
+@pytest.mark.parametrize("max_cache_length, twin", [(200, True), (45055, True), (45056, False), (1 << 20, False)])
+def test_short_shares_take_the_narrow_kernels_evict_first_twin(monkeypatch, max_cache_length, twin):
+    """compiler.takes_evict_first: a segment-mode share of at most 16 tiles (the host's
+    bound from max_cache_length) runs the `_evict_first` twin, a longer one the plain
+    kernel; the launch is otherwise the same."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, _ = _launch(16, max_cache_length=max_cache_length)
+    assert decode.kernel_name.endswith("_m16_hopper_narrow" + ("_evict_first" if twin else ""))
+    assert decode.grid == (1, 132, 1) and decode.slots[abi.DECODE.slot("segment_ctas")] == 132
+
+
+def test_the_evict_first_twin_needs_segment_mode(monkeypatch):
+    """Splits (a caller's num_partitions_in here) keep the plain narrow kernel, however short."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, _ = _launch(16, num_partitions_in=2)
+    assert decode.kernel_name.endswith("_m16_hopper_narrow") and decode.slots[abi.DECODE.slot("segment_ctas")] == 0
 
 
 @pytest.mark.parametrize("num_partitions", [1, 2, 16, 64])
