@@ -36,9 +36,13 @@ src = src.replace(old, "            const int first_page = page_of(lv, warp & 1,
 prof = pp.install(pp.NAME, src)
 labels = ["work found", "split_keys' range", "mbarriers made", "fence passed", "first lookup returned",
           "first copies issued"]
-for name, p, a in pp.stamped_calls(["b1_h128_s65536", "b32_h128_s4096", "ds_h128_sq1_uniform"], prof):
+import os  # noqa: E402
+
+warms = os.environ.get("WARMS", "none").split()   # call 9: "all" too (no L2 flush: the code stays in L2)
+for name, p, a in (r for w in warms for r in pp.stamped_calls(["b1_h128_s65536", "b32_h128_s4096",
+                                                                "ds_h128_sq1_uniform"], prof, warm=w)):
     a = a[a[:, 2 * pp.PER_WG + 13] > 0]
-    print(f"{name}: warpgroup 2's set-up in {len(a)} CTAs (us since the CTA's entry)")
+    print(f"{name}: warpgroup 2's set-up in {len(a)} CTAs (us since the CTA's entry)", flush=True)
     for i, label in enumerate(labels):
         d = (a[:, 2 * pp.PER_WG + 8 + i] - a[:, 0]) / 1e3
         print(f"   wg2 {label:24s} {np.median(d):6.2f} [{np.percentile(d, 5):6.2f}, {d.max():6.2f}]")
