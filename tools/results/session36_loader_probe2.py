@@ -38,7 +38,7 @@ labels = ["work found", "split_keys' range", "mbarriers made", "fence passed", "
           "first copies issued"]
 import os  # noqa: E402
 
-warms = os.environ.get("WARMS", "none").split()   # call 9: "all" too (no L2 flush: the code stays in L2)
+warms = os.environ.get("WARMS", "none").split()   # next_session37_call1.sh: "all" too (no L2 flush)
 for name, p, a in (r for w in warms for r in pp.stamped_calls(["b1_h128_s65536", "b32_h128_s4096",
                                                                 "ds_h128_sq1_uniform"], prof, warm=w)):
     a = a[a[:, 2 * pp.PER_WG + 13] > 0]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 36, call 9 (device, repository root; the last ~150 s of the budget):
-#   OUT=$OUT bash tools/results/next_session36_call9.sh
-# Call 7's steps without memory reads took 0.7-0.9 us each (work found -> split_keys' range,
+# Session 37, call 1 (prepared in session 36, not run: its budget ran out; device, repository root):
+#   OUT=$OUT bash tools/results/next_session37_call1.sh
+# Session 36 call 7's steps without memory reads took 0.7-0.9 us each (work found -> split_keys' range,
 # -> the mbarriers made).  Session 31 found the narrow kernel's start a chain of cold code
 # (instructions fetched from DRAM after the bench's L2 flush).  session36_loader_probe2.py with
 # the L2 flushed ("none") and not flushed ("all", the code and data left in L2).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 36, call 4 (device, repository root):
-#   OUT=$OUT bash tools/results/next_session36_call4.sh
+#   OUT=$OUT bash tools/results/session36_call4.sh
 # The seesaw's first tile under the set-up.  Call 2's start probe at HEAD (b32 h128): work
 # found 2.0 us, the set-up's barrier 3.8, Q landed 5.0-5.4, the loader's tile 0 copies issued
 # 6.7, the pair loop entered 9.8-12.7: the keys' first bytes are asked for ~6.7 us into a

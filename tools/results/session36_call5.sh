@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 36, call 5 (device, repository root):
-#   OUT=$OUT bash tools/results/next_session36_call5.sh
+#   OUT=$OUT bash tools/results/session36_call5.sh
 # Call 4 (the first tile under the set-up, /tmp/ft): the copies went out ~1 us sooner (b32
 # h128 6.8 -> 5.7 us, b1 4.7 -> 3.6) but their first chunk landed 2.6 us after them (0.8 at
 # HEAD): the loader's lane 0 prefetched the keys' tensor map just before its first copy, so

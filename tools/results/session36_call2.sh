@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 36, call 2 (prepared in session 35, not run; device, repository root):
-#   OUT=$OUT bash tools/results/next_session36_call2.sh
+# Session 36, call 2 (prepared in session 35, ran in session 36; device, repository root):
+#   OUT=$OUT bash tools/results/session36_call2.sh
 # The seesaw's start.  Session 35 call 3: serialised, FlashMLA's decode is 4-5 us shorter
 # than ours at b1 and b32 h128 (44.8 / 49.2, 70.2 / 75.0), our CTAs spending 13-14 us
 # outside their tile loop (phase probe: entry -> Q 6.6 us, Q -> first S 5.4 at h128).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 36, call 3 (prepared in session 35, not run; device, repository root):
-#   OUT=$OUT bash tools/results/next_session36_call3.sh
+# Session 36, call 3 (prepared in session 35, ran in session 36; device, repository root):
+#   OUT=$OUT bash tools/results/session36_call3.sh
 # Segment boundaries' Q from L2.  Session 34's ring probe: 7.7 us from a segment's last
 # tile to the next segment's Q landed (warpgroup 0 reloads Q by cp.async from DRAM, its
 # address known only at the boundary); moving the Q copy to the producer's first tile

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 36, call 7 (device, repository root):
-#   OUT=$OUT bash tools/results/next_session36_call7.sh
+#   OUT=$OUT bash tools/results/session36_call7.sh
 # Call 6: warpgroup 2's mbarriers were made ~1.6 us after work found (b32 h128 2.30 -> 3.90,
 # b1 0.74 -> 2.34), with or without the metadata in L2; the lookup took 0.5-2.6 us more.
 # session36_loader_probe2.py splits the 1.6 us with register-held timestamps (no stamp's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 36, call 6 (device, repository root, .whl carried):
-#   OUT=$OUT bash tools/results/next_session36_call6.sh
+#   OUT=$OUT bash tools/results/session36_call6.sh
 # 1. Calls 4-5: with the first tile issued inside the set-up, warpgroup 2's path from work
 #    found (~2.1 us at b32 h128) to its first copies took ~3.7 us.  session36_loader_probe.py
 #    (on /tmp/ft2) splits it: mbarriers made, the loader view (page divisor), the first

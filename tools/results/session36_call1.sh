@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 36, call 1 (prepared in session 35, not run; device, repository root, .whl carried):
-#   OUT=$OUT bash tools/results/next_session36_call1.sh
+# Session 36, call 1 (prepared in session 35, ran in session 36; device, repository root, .whl carried):
+#   OUT=$OUT bash tools/results/session36_call1.sh
 # next_narrow_evict_first_twin.patch: each narrow variant over a dense 16-bit cache gets a
 # compile-time twin `_evict_first` (its TMA copies of the keys under L2's evict_first hint),
 # which the dispatcher runs in segment mode when every share holds at most 16 tiles by the

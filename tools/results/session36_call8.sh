@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 36, call 8 (device, repository root):
-#   OUT=$OUT bash tools/results/next_session36_call8.sh
+#   OUT=$OUT bash tools/results/session36_call8.sh
 # Calls 6-7 (register-held stamps, first tile issued in the set-up): the loader's first page-id
 # read took 0.7 us (b1), 1.6 (b32 h128), 2.6 (DeepSeek h128 uniform) after the L2 flush, and
 # at HEAD it starts only after the set-up's barrier (~3.8 us), so tile 0's copies go out ~6.7.
