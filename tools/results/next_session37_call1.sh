@@ -8,7 +8,9 @@
 # Prediction: with "all" those steps shrink to <= 0.2 us each, the lookup to ~0.5 us.
 set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
-patched() { rm -rf "$1" && cp -r . "$1" && (cd "$1" && git apply "tools/results/$2"); }
+. tools/results/device_steps.sh
+L=$OUT/log.txt; : > "$L"; T0=$SECONDS   # begin_call without its cache warm-up (the probe compiles its own kernel)
 patched /tmp/ft2 next_seesaw_first_tile_in_setup_pf.patch
-(cd /tmp/ft2 && WARMS="none all" PYTHONPATH=.:tests timeout 120 python3 tools/results/session36_loader_probe2.py \
-  2>&1 | tee "$OUT/log.txt")
+(cd /tmp/ft2 && WARMS="none all" PYTHONPATH=.:tests timeout 120 python3 tools/results/session36_loader_probe2.py >> "$L" 2>&1)
+say "loader probe 2 $?"
+cat "$L"
