@@ -375,6 +375,8 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
 # `_evict_first` twin.  H200, session 35 (tools/results/NOTES.md), the hint against none,
 # two rounds each: b8 h16 s8192 (8 tiles a share) 40.0 -> 36.1 us, b16 (16 tiles) 61.8 ->
 # 59.1, b32 (31) 95.9 -> 98.3, b128 h16 305 -> 314, DeepSeek h16 uniform (64) 163.5 -> 170.6.
+# The twin under this rule (session 36 call 1): b8 39.8 -> 36.2, b16 62.0 -> 59.4, the rest
+# on the plain kernel, unchanged.
 EVICT_FIRST_MAX_SHARE_TILES = 16
 
 
