@@ -254,6 +254,17 @@ def test_the_evict_first_twin_needs_segment_mode(monkeypatch):
     assert decode.kernel_name.endswith("_m16_hopper_narrow") and decode.slots[abi.DECODE.slot("segment_ctas")] == 0
 
 
+def test_the_portable_backend_never_takes_the_evict_first_twin(monkeypatch):
+    """MLA_CUPY_BACKEND=portable on the short batch that takes the twin on Hopper: a
+    portable kernel, no `_evict_first` (the twin is a Hopper narrow key only)."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "portable")
+    decode, _ = _launch(16, max_cache_length=200)
+    assert "_hopper" not in decode.kernel_name and not decode.kernel_name.endswith("_evict_first"), \
+        decode.kernel_name
+
+
 @pytest.mark.parametrize("num_partitions", [1, 2, 16, 64])
 def test_the_segment_combine_has_threads_for_the_split_the_host_chose(monkeypatch, num_partitions):
     """An even batch's aligned cut gives a sequence about the host's P pieces (16 for
