@@ -97,7 +97,11 @@ PAIR_STEPS = [
     (0, "        release(ta, 0);\n", "a's left half released"),
     (0, "        rescale_rows(o, scale1[0], scale1[1]);\n", "O_L rescaled by wg1's max"),
     (0, "            bar_sync(BAR_P1);\n", "P(b) in"),
-    (0, "            if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n", "P(b)V_L(b) done"),
+    (0, ("        if (NEXT_A) issue_qk(false, ta + 2, s, 0, L_CHUNKS);\n",   # HEAD: chunks 0-3, then the wait
+         "            issue_qk(false, ta + 2, s, 0, CHUNKS);\n"),              # next_seesaw_release_b_first.patch
+     "S(a+2) 0-3 (or all) queued"),
+    (0, ("            if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n",
+         "            wgmma_wait<0>();                  // P(b) V_L(b) done\n"), "P(b)V_L(b) done"),
     (0, "            fence_regs(s);\n        }\n    };\n    auto pair_wg1", "S(a+2) done"),
     (1, "        if (HAS_B) mask_scale(tb, s, mx);\n", "S(b) masked"),
     (1, "        bar_sync(BAR_M0);\n", "max of wg0 in"),
@@ -112,11 +116,16 @@ PAIR_STEPS = [
 
 def instrument_pair(src, pair, per_warp=False):
     """A clock64 stamp after the line where each PAIR_STEPS anchor starts (the
-    anchor, unique in the source, may run over several lines to be so); with
-    per_warp, by every warp of the warpgroup instead of its first thread."""
+    anchor, unique in the source, may run over several lines to be so; a tuple
+    names the same step in the kernel and in a prepared patch of it, and exactly
+    one of them is there); with per_warp, by every warp of the warpgroup instead
+    of its first thread.  The slots follow PAIR_STEPS' order whatever the order
+    of the lines."""
     slot = {0: 0, 1: 0}
-    for wg, anchor, _ in PAIR_STEPS:
-        assert src.count(anchor) == 1, (anchor, src.count(anchor))
+    for wg, anchors, _ in PAIR_STEPS:
+        found = [a for a in ((anchors,) if isinstance(anchors, str) else anchors) if a in src]
+        assert len(found) == 1 and src.count(found[0]) == 1, (anchors, [src.count(a) for a in found])
+        anchor = found[0]
         at = src.index("\n", src.index(anchor)) + 1
         mark = stamp_warp if per_warp else stamp
         src = src[:at] + mark(slot[wg], "clock64", f"pr == {pair}") + src[at:]
