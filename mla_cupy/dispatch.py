@@ -21,7 +21,7 @@ from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, Ker
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
 from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper, takes_evict_first
-from .render import combine_shape, launch_config, needs_kv_map, ring_segments, uses_kv_map
+from .render import combine_shape, launch_config, needs_kv_map, ring_segments, tma_box_keys, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
                           sm_count_of_current_device)
@@ -528,7 +528,7 @@ def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
     if not uses_kv_map(key):
         return None
     source = KvMapSource(kv.layout.value, kv.num_blocks, kv.num_layers, kv.page_size, kv.d_qk,
-                         required=needs_kv_map(key))
+                         required=needs_kv_map(key), tile_keys=tma_box_keys(key))
     return source if source.rows else None
 
 

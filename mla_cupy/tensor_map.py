@@ -1,13 +1,14 @@
-"""Tensor maps of a paged cache, for the Hopper kernels' TMA loader.
+"""Tensor maps of a paged cache, for the Hopper kernels' TMA loaders.
 
-The wgmma kernels (kernels/hopper/) load each 32-key tile (64-key for the
-seesaw: two or more boxes per chunk) of a dense 16-bit cache as
-128-byte-swizzled boxes of
-``{64 columns, box_rows rows}``, one per column chunk and page run, through a
-rank-4 map over ``blocks`` viewed as ``[num_blocks, num_layers, page_size,
-D_qk]`` (innermost last).  A tile must lie in whole boxes of one page each,
-and each box must land on a 1024-byte boundary for the swizzle (8 rows of
-128 bytes): :func:`box_rows` says which page sizes allow that; the others
+The TMA kernels (kernels/hopper/: the seesaw and the narrow kernel, 64-key
+tiles) load a dense 16-bit cache as 128-byte-swizzled boxes of ``{64 columns,
+box_rows rows}``, one per column chunk and box of a tile, through a rank-4 map
+over ``blocks`` viewed as ``[num_blocks, num_layers, page_size, D_qk]``
+(innermost last).  A tile must lie in whole boxes of one page each, and each
+box must land on a 1024-byte boundary for the swizzle (8 rows of 128 bytes):
+:func:`box_rows` says which page sizes allow that, for the keys a kernel's box
+may span (render.tma_box_keys: the seesaw's whole tile, one copy a chunk; a copy
+costs its loading warp ~110-170 clocks of issue, H200, session 37).  The others
 load with cp.async.
 
 The map is encoded on the host by the driver's ``cuTensorMapEncodeTiled``
@@ -22,7 +23,7 @@ import threading
 
 from . import driver
 
-TILE_KEYS = 32          # keys per tile of the wgmma kernel (render.hopper_tile)
+TILE_KEYS = 32          # the least tile a box rule serves: boxes of a page split in 32-row parts
 BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
 MAP_BYTES = 128
 NO_MAP = bytes(MAP_BYTES)
@@ -35,11 +36,15 @@ _L2_PROMOTION_256B = 3
 _OOB_FILL_ZEROS = 0                     # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros
 
 
-def box_rows(page_size: int) -> int:
-    """Rows per TMA box for a page size, or 0 when tiles cannot be loaded by
-    TMA: a 32-key tile (aligned to 32 keys; dense splits start on whole pages
-    of at least 32 keys) must be whole boxes of one page each, and a box must
-    be a multiple of 8 rows (1024 bytes) to keep the 128-byte swizzle."""
+def box_rows(page_size: int, tile_keys: int = TILE_KEYS) -> int:
+    """Rows per TMA box for a page size and the kernel's keys per tile (a
+    multiple of 32), or 0 when tiles cannot be loaded by TMA: a tile (aligned to
+    its size) must be whole boxes of one page each, and a box must be a multiple
+    of 8 rows (1024 bytes) to keep the 128-byte swizzle.  A page of whole tiles
+    gives one box a tile; else 32-row boxes where the page holds whole ones; else
+    the page (8 or 16 rows)."""
+    if page_size % tile_keys == 0:
+        return tile_keys
     if page_size % TILE_KEYS == 0:
         return TILE_KEYS
     if page_size % 8 == 0 and TILE_KEYS % page_size == 0:
@@ -55,10 +60,10 @@ def _encode_function():
 
 
 def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
-                     d_qk: int) -> dict:
+                     d_qk: int, tile_keys: int = TILE_KEYS) -> dict:
     """What :func:`encode_kv_map` passes to ``cuTensorMapEncodeTiled`` (innermost
     dimension first): a pure function, tested on the CPU."""
-    rows = box_rows(page_size)
+    rows = box_rows(page_size, tile_keys)
     if rows == 0:
         raise ValueError(f"page_size: expected a size TMA tiles can use (a multiple of "
                          f"{TILE_KEYS}, or 8 or 16), got {page_size}")
@@ -82,14 +87,14 @@ ENCODED_MAX = 64
 
 
 def encode_kv_map(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
-                  d_qk: int) -> bytes:
+                  d_qk: int, tile_keys: int = TILE_KEYS) -> bytes:
     """The 128-byte CUtensorMap of a cache at ``address`` (memoised)."""
-    key = (address, dtype, num_blocks, num_layers, page_size, d_qk)
+    key = (address, dtype, num_blocks, num_layers, page_size, d_qk, tile_keys)
     with _lock:
         got = _encoded.get(key)
     if got is not None:
         return got
-    a = kv_map_arguments(address, dtype, num_blocks, num_layers, page_size, d_qk)
+    a = kv_map_arguments(address, dtype, num_blocks, num_layers, page_size, d_qk, tile_keys)
     out = (ctypes.c_uint64 * 16)()
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64
     status = _encode_function()(
@@ -112,13 +117,15 @@ class KvMapSource:
     cache array (the memoised entry points), before launching anything.  A page
     size TMA cannot use gets no map: the kernel then loads with cp.async.
     ``required``: the kernel loads by TMA only (the seesaw), so such a page size
-    is an error.  (An address off 16 bytes never gets here: the plan refuses it,
+    is an error.  ``tile_keys``: the keys a box of the kernel may span
+    (render.tma_box_keys).
+    (An address off 16 bytes never gets here: the plan refuses it,
     plan.check_aligned.)"""
 
     def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int,
-                 required: bool = False):
-        self.args = (dtype, num_blocks, num_layers, page_size, d_qk)
-        self.rows = box_rows(page_size)
+                 required: bool = False, tile_keys: int = TILE_KEYS):
+        self.args = (dtype, num_blocks, num_layers, page_size, d_qk, tile_keys)
+        self.rows = box_rows(page_size, tile_keys)
         self.required = required
         if required and self.rows == 0:
             raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_SCHEDULE) loads by TMA "

@@ -19,11 +19,15 @@ from mla_cupy.testing import stub_device
 B, H, T = 2, 16, 2
 
 
-@pytest.mark.parametrize("page_size, rows", [(1, 0), (3, 0), (4, 0), (8, 8), (16, 16), (24, 0), (32, 32),
-                                             (48, 0), (64, 32), (96, 32), (128, 32), (256, 32)])
-def test_box_rows(page_size, rows):
-    """A 32-key tile must be whole boxes of one page, each a multiple of 8 rows."""
+@pytest.mark.parametrize("page_size, rows, rows64", [(1, 0, 0), (3, 0, 0), (4, 0, 0), (8, 8, 8), (16, 16, 16),
+                                                     (24, 0, 0), (32, 32, 32), (48, 0, 0), (64, 32, 64),
+                                                     (96, 32, 32), (128, 32, 64), (256, 32, 64)])
+def test_box_rows(page_size, rows, rows64):
+    """A tile must be whole boxes of one page, each a multiple of 8 rows; a 64-key
+    tile (the seesaw's and the narrow kernel's) is one box where the page holds
+    whole tiles, else 32-row boxes (a 96-key page: a tile may straddle two pages)."""
     assert box_rows(page_size) == rows
+    assert box_rows(page_size, 64) == rows64
 
 
 def test_kv_map_arguments():
@@ -31,6 +35,7 @@ def test_kv_map_arguments():
     assert a["dims"] == (576, 64, 3, 7)                        # innermost first
     assert a["strides"] == (1152, 64 * 1152, 3 * 64 * 1152)    # bytes, of dims 1..3
     assert a["box"] == (64, 32, 1, 1) and a["swizzle"] == 3 and a["data_type"] == 9
+    assert kv_map_arguments(4096, "bf16", 7, 3, 64, 576, tile_keys=64)["box"] == (64, 64, 1, 1)
     a = kv_map_arguments(4096, "fp16", num_blocks=2, num_layers=1, page_size=16, d_qk=512)
     assert a["dims"] == (512, 16, 1, 2) and a["strides"][0] == 1024 and a["box"][1] == 16
     assert a["data_type"] == 6
@@ -58,7 +63,8 @@ def _call(launches, page_size, blocks=None, num_heads=H, scalar_args=None, **kw)
 def test_plan_passes_the_map_of_its_cache():
     with stub_device() as launches:
         blocks, rows, words = _call(launches, 64)
-        assert rows == 32
+        assert launches[-2].kernel_name.endswith("_hopper_narrow")
+        assert rows == 32   # the narrow kernel's boxes: two a 64-key chunk (render.TMA_BOX_KEYS)
         # address, bf16, rank 4, dims, strides, box, 128-byte swizzle
         assert words[:15] == [blocks.address, 9, 4, 576, 64, 2, 5, 1152, 64 * 1152, 2 * 64 * 1152,
                               64, 32, 1, 1, 3]
@@ -94,7 +100,7 @@ def test_the_ring_takes_no_map(monkeypatch, loads):
 
 
 @pytest.mark.parametrize("schedule", ["seesaw", "auto"])
-@pytest.mark.parametrize("page_size, want_rows", [(16, 16), (64, 32), (128, 32)])
+@pytest.mark.parametrize("page_size, want_rows", [(16, 16), (32, 32), (64, 64), (128, 64)])
 def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_rows):
     """The seesaw loads by TMA only; "auto" takes it for more than 64 rows (here 128
     heads x 1 token)."""
