@@ -114,6 +114,14 @@ PAIR_STEPS = [
 ]
 
 
+def the_anchor(src, anchors):
+    """The one of ``anchors`` (a line, or a tuple naming the same line in the kernel and in
+    prepared patches of it) that the source holds, exactly once."""
+    found = [a for a in ((anchors,) if isinstance(anchors, str) else anchors) if a in src]
+    assert len(found) == 1 and src.count(found[0]) == 1, (anchors, [src.count(a) for a in found])
+    return found[0]
+
+
 def instrument_pair(src, pair, per_warp=False):
     """A clock64 stamp after the line where each PAIR_STEPS anchor starts (the
     anchor, unique in the source, may run over several lines to be so; a tuple
@@ -123,9 +131,7 @@ def instrument_pair(src, pair, per_warp=False):
     of the lines."""
     slot = {0: 0, 1: 0}
     for wg, anchors, _ in PAIR_STEPS:
-        found = [a for a in ((anchors,) if isinstance(anchors, str) else anchors) if a in src]
-        assert len(found) == 1 and src.count(found[0]) == 1, (anchors, [src.count(a) for a in found])
-        anchor = found[0]
+        anchor = the_anchor(src, anchors)
         at = src.index("\n", src.index(anchor)) + 1
         mark = stamp_warp if per_warp else stamp
         src = src[:at] + mark(slot[wg], "clock64", f"pr == {pair}") + src[at:]
@@ -141,8 +147,11 @@ START_STEPS = [
     ((0, 1, 2), 0, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", "true", "entry"),
     ((0,), 1, "        const int split_length = work.split.split_len;\n", "true", "work found"),
     ((0, 1, 2), 2, "    const CtaArgs ca = *cta_args;\n", "true", "set-up's barrier"),
-    ((2,), 3, "                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
-              "            }\n", "tile == 0", "loader: tile 0's copies issued"),
+    ((2,), 3, ("                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
+               "            }\n",
+               # next_seesaw_lean_issue.patch: after its two issue paths
+               "                                                     layer_idx, box_page, mbar(tile, c0 + k));\n"
+               "            }\n"), "tile == 0", "loader: tile 0's copies issued"),
     ((0, 1), 3, "    bar_sync(BAR_Q);\n", "true", "Q landed"),
     ((0, 1), 4, "            mbar_wait(mbar(tile, c), parity(tile));\n            wgmma_fence();\n",
      "tile <= 1 && ci == 0", "first tile's first chunk landed"),
@@ -151,8 +160,8 @@ START_LOOP_SLOT = 5   # each math warpgroup: the pair loop entered
 
 
 def instrument_start(src):
-    for _, k, anchor, cond, _ in START_STEPS:
-        src = insert(src, anchor, stamp(k, cond=cond))
+    for _, k, anchors, cond, _ in START_STEPS:
+        src = insert(src, the_anchor(src, anchors), stamp(k, cond=cond))
     for wg in (0, 1):
         src = insert(src, pair_loop(wg), stamp(START_LOOP_SLOT), before=True)
     return src

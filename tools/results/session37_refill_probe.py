@@ -43,12 +43,14 @@ def tma_stamp(k):
             f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)][{TMA} + 8 * half + {k}] = _t; }}\n")
 
 
-src = pp.insert(src, "            __syncwarp();\n", tma_stamp(0))
 loop = "                for (int k = 0; k < nc; ++k)\n"
 copy = "                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
-src = pp.insert(src, loop, "                for (int k = 0; k < nc; ++k) {\n")
-src = src.replace(loop + "                for (int k", "                for (int k", 1)
-src = pp.insert(src, copy, "                " + tma_stamp("1 + k") + "                }\n")
+PER_COPY = copy in src   # the kernel's copy loop (a prepared patch may issue otherwise: then no per-copy stamps)
+if PER_COPY:
+    src = pp.insert(src, "            __syncwarp();\n", tma_stamp(0))
+    src = pp.insert(src, loop, "                for (int k = 0; k < nc; ++k) {\n")
+    src = src.replace(loop + "                for (int k", "                for (int k", 1)
+    src = pp.insert(src, copy, "                " + tma_stamp("1 + k") + "                }\n")
 if os.environ.get("PREFETCH_MAP") == "1":   # the tensor map's descriptor prefetched once the half is free
     src = pp.insert(src, "            if (lane < nc) mbar_arrive_expect_tx(mbar(tile, c0 + lane), KV_CHUNK_BYTES);\n",
                     "            if (lane == 0) tma_prefetch_map(&kv_map);\n", before=True)
@@ -72,7 +74,7 @@ for name, p, a in pp.stamped_calls(sys.argv[1:], prof):
         med = lambda x: np.median(x)  # noqa: E731
         print(f"   {label}  {med(rel):8.0f}  {med(e):12.0f}  {med(i):6.0f}  {med(l):7.0f} | {med(e - rel):5.0f} "
               f"{med(i - e):6.0f} {med(l - i):7.0f}  {med(l - rel):7.0f}  (p90 {np.percentile(l - rel, 90):.0f})")
-    for half, nc in ((0, 4), (1, 5)):
+    for half, nc in ((0, 4), (1, 5)) if PER_COPY else ():
         w = 2 * half
         e = a[:, BASE + 4 * w]
         steps = [a[:, TMA + 8 * half + k] - e for k in range(nc + 1)]
