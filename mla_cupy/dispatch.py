@@ -528,7 +528,7 @@ def kv_map_source(key: DecodeKey, kv) -> KvMapSource | None:
     if not uses_kv_map(key):
         return None
     source = KvMapSource(kv.layout.value, kv.num_blocks, kv.num_layers, kv.page_size, kv.d_qk,
-                         required=needs_kv_map(key), tile_keys=tma_box_keys(key))
+                         required=needs_kv_map(key), box_keys=tma_box_keys(key))
     return source if source.rows else None
 
 

@@ -179,7 +179,7 @@ HOPPER_TEMPLATES = {Schedule.RING: HOPPER_DECODE_TEMPLATE, Schedule.SEESAW: "hop
                     Schedule.NARROW: "hopper/mla_decode_narrow.cu.j2", Schedule.PAIR: "hopper/mla_decode_pair.cu.j2"}
 # the schedules that load their tiles by TMA alone (they need the kv_map)
 TMA_ONLY_SCHEDULES = (Schedule.SEESAW, Schedule.NARROW)
-# The keys a TMA box spans where the page allows (tensor_map.box_rows' tile_keys): the
+# The keys a TMA box spans where the page allows (tensor_map.box_rows' box_keys): the
 # seesaw's whole 64-key tile, one copy a column chunk (9 a tile, not 18: its refills go out
 # ~250-450 clocks sooner, the h128 rows 0.3-1.2% faster); the narrow kernel keeps 32-row
 # boxes (64-row ones made its memory-bound h16 rows 1-3% slower).  H200, session 37.

@@ -23,7 +23,7 @@ import threading
 
 from . import driver
 
-TILE_KEYS = 32          # the least tile a box rule serves: boxes of a page split in 32-row parts
+TILE_KEYS = 32          # the page-size rule's unit: pages of whole 32-row boxes, or of 8 or 16 rows
 BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
 MAP_BYTES = 128
 NO_MAP = bytes(MAP_BYTES)
@@ -36,15 +36,16 @@ _L2_PROMOTION_256B = 3
 _OOB_FILL_ZEROS = 0                     # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros
 
 
-def box_rows(page_size: int, tile_keys: int = TILE_KEYS) -> int:
-    """Rows per TMA box for a page size and the kernel's keys per tile (a
-    multiple of 32), or 0 when tiles cannot be loaded by TMA: a tile (aligned to
-    its size) must be whole boxes of one page each, and a box must be a multiple
-    of 8 rows (1024 bytes) to keep the 128-byte swizzle.  A page of whole tiles
-    gives one box a tile; else 32-row boxes where the page holds whole ones; else
-    the page (8 or 16 rows)."""
-    if page_size % tile_keys == 0:
-        return tile_keys
+def box_rows(page_size: int, box_keys: int = TILE_KEYS) -> int:
+    """Rows per TMA box for a page size and the most keys a box of the kernel
+    may span (``box_keys``, a multiple of 32 dividing its tile:
+    render.tma_box_keys), or 0 when tiles cannot be loaded by TMA: a tile
+    (aligned to its size) must be whole boxes of one page each, and a box must
+    be a multiple of 8 rows (1024 bytes) to keep the 128-byte swizzle.  A page
+    of whole ``box_keys`` runs gives boxes that long; else 32-row boxes where
+    the page holds whole ones; else the page (8 or 16 rows)."""
+    if page_size % box_keys == 0:
+        return box_keys
     if page_size % TILE_KEYS == 0:
         return TILE_KEYS
     if page_size % 8 == 0 and TILE_KEYS % page_size == 0:
@@ -60,10 +61,10 @@ def _encode_function():
 
 
 def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
-                     d_qk: int, tile_keys: int = TILE_KEYS) -> dict:
+                     d_qk: int, box_keys: int = TILE_KEYS) -> dict:
     """What :func:`encode_kv_map` passes to ``cuTensorMapEncodeTiled`` (innermost
     dimension first): a pure function, tested on the CPU."""
-    rows = box_rows(page_size, tile_keys)
+    rows = box_rows(page_size, box_keys)
     if rows == 0:
         raise ValueError(f"page_size: expected a size TMA tiles can use (a multiple of "
                          f"{TILE_KEYS}, or 8 or 16), got {page_size}")
@@ -87,14 +88,14 @@ ENCODED_MAX = 64
 
 
 def encode_kv_map(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
-                  d_qk: int, tile_keys: int = TILE_KEYS) -> bytes:
+                  d_qk: int, box_keys: int = TILE_KEYS) -> bytes:
     """The 128-byte CUtensorMap of a cache at ``address`` (memoised)."""
-    key = (address, dtype, num_blocks, num_layers, page_size, d_qk, tile_keys)
+    key = (address, dtype, num_blocks, num_layers, page_size, d_qk, box_keys)
     with _lock:
         got = _encoded.get(key)
     if got is not None:
         return got
-    a = kv_map_arguments(address, dtype, num_blocks, num_layers, page_size, d_qk, tile_keys)
+    a = kv_map_arguments(address, dtype, num_blocks, num_layers, page_size, d_qk, box_keys)
     out = (ctypes.c_uint64 * 16)()
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64
     status = _encode_function()(
@@ -117,15 +118,15 @@ class KvMapSource:
     cache array (the memoised entry points), before launching anything.  A page
     size TMA cannot use gets no map: the kernel then loads with cp.async.
     ``required``: the kernel loads by TMA only (the seesaw), so such a page size
-    is an error.  ``tile_keys``: the keys a box of the kernel may span
+    is an error.  ``box_keys``: the keys a box of the kernel may span
     (render.tma_box_keys).
     (An address off 16 bytes never gets here: the plan refuses it,
     plan.check_aligned.)"""
 
     def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int,
-                 required: bool = False, tile_keys: int = TILE_KEYS):
-        self.args = (dtype, num_blocks, num_layers, page_size, d_qk, tile_keys)
-        self.rows = box_rows(page_size, tile_keys)
+                 required: bool = False, box_keys: int = TILE_KEYS):
+        self.args = (dtype, num_blocks, num_layers, page_size, d_qk, box_keys)
+        self.rows = box_rows(page_size, box_keys)
         self.required = required
         if required and self.rows == 0:
             raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_SCHEDULE) loads by TMA "

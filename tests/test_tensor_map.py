@@ -23,9 +23,10 @@ B, H, T = 2, 16, 2
                                                      (24, 0, 0), (32, 32, 32), (48, 0, 0), (64, 32, 64),
                                                      (96, 32, 32), (128, 32, 64), (256, 32, 64)])
 def test_box_rows(page_size, rows, rows64):
-    """A tile must be whole boxes of one page, each a multiple of 8 rows; a 64-key
-    tile (the seesaw's and the narrow kernel's) is one box where the page holds
-    whole tiles, else 32-row boxes (a 96-key page: a tile may straddle two pages)."""
+    """A tile must be whole boxes of one page, each a multiple of 8 rows; boxes of
+    up to 64 keys (the seesaw's, its whole tile) are 64 rows where the page holds
+    whole 64-key runs, else 32-row boxes (a 96-key page: a tile may straddle two
+    pages)."""
     assert box_rows(page_size) == rows
     assert box_rows(page_size, 64) == rows64
 
@@ -35,7 +36,7 @@ def test_kv_map_arguments():
     assert a["dims"] == (576, 64, 3, 7)                        # innermost first
     assert a["strides"] == (1152, 64 * 1152, 3 * 64 * 1152)    # bytes, of dims 1..3
     assert a["box"] == (64, 32, 1, 1) and a["swizzle"] == 3 and a["data_type"] == 9
-    assert kv_map_arguments(4096, "bf16", 7, 3, 64, 576, tile_keys=64)["box"] == (64, 64, 1, 1)
+    assert kv_map_arguments(4096, "bf16", 7, 3, 64, 576, box_keys=64)["box"] == (64, 64, 1, 1)
     a = kv_map_arguments(4096, "fp16", num_blocks=2, num_layers=1, page_size=16, d_qk=512)
     assert a["dims"] == (512, 16, 1, 2) and a["strides"][0] == 1024 and a["box"][1] == 16
     assert a["data_type"] == 6

@@ -4,10 +4,10 @@
 # 1. The forced-portable GPU files (MLA_CUPY_BACKEND=portable), owed since session 36's twin
 #    (e3d5c2f).  Prediction: all pass (dense 90, sparse 31, fp8 12 as session 33; the counts
 #    may have grown with tests added since).
-# 2. next_session37_call1.sh: session36_loader_probe2.py with the L2 flushed ("none") and not
+# 2. (prepared in session 36 as next_session37_call1.sh) session36_loader_probe2.py with the L2 flushed ("none") and not
 #    ("all") on the _pf tree.  Prediction: if the start's no-memory steps are cold code they
 #    shrink from 0.7-0.9 us to <= 0.2 us each under "all".
-# 3. next_session37_call2.sh: phase_probe phases at b1 on HEAD and _pf (prediction: the same
+# 3. (prepared as next_session37_call2.sh) phase_probe phases at b1 on HEAD and _pf (prediction: the same
 #    loop time a tile; b1's extra ~1 us in the CTAs' end spread or the epilogue), and the
 #    seesaw's pair hand-overs (--pair 3, --per-warp) at DeepSeek h128 uniform and b128 h128
 #    (prediction: warpgroup 1's wait for P(a) or warpgroup 0's for the buffer's release,

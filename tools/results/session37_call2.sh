@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 37, call 2 (device, repository root):  OUT=$OUT bash tools/results/session37_call2.sh
-# next_session37_call3.sh: Q's last 64-column chunk held as wgmma A fragments in the seesaw
+# (prepared in session 36 as next_session37_call3.sh) Q's last 64-column chunk held as wgmma A fragments in the seesaw
 # (next_seesaw_q_last_in_registers.patch at /tmp/ql; RS wgmma for that chunk of every S).
 # Predictions: hopper_check seesaw 0 failures; the dense file passes; HEAD / ql: if S is
 # shared-memory-bound, h128 uniform / ragged, b128 h128 and varlen -2 to -3%, b32 -1 to -2%;
