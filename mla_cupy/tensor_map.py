@@ -23,7 +23,7 @@ import threading
 
 from . import driver
 
-TILE_KEYS = 32          # the page-size rule's unit: pages of whole 32-row boxes, or of 8 or 16 rows
+BASE_BOX_ROWS = 32      # box rows where a page holds whole 32-row runs (longer per kernel: render.TMA_BOX_KEYS)
 BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
 MAP_BYTES = 128
 NO_MAP = bytes(MAP_BYTES)
@@ -36,7 +36,7 @@ _L2_PROMOTION_256B = 3
 _OOB_FILL_ZEROS = 0                     # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros
 
 
-def box_rows(page_size: int, box_keys: int = TILE_KEYS) -> int:
+def box_rows(page_size: int, box_keys: int = BASE_BOX_ROWS) -> int:
     """Rows per TMA box for a page size and the most keys a box of the kernel
     may span (``box_keys``, a multiple of 32 dividing its tile:
     render.tma_box_keys), or 0 when tiles cannot be loaded by TMA: a tile
@@ -46,9 +46,9 @@ def box_rows(page_size: int, box_keys: int = TILE_KEYS) -> int:
     the page holds whole ones; else the page (8 or 16 rows)."""
     if page_size % box_keys == 0:
         return box_keys
-    if page_size % TILE_KEYS == 0:
-        return TILE_KEYS
-    if page_size % 8 == 0 and TILE_KEYS % page_size == 0:
+    if page_size % BASE_BOX_ROWS == 0:
+        return BASE_BOX_ROWS
+    if page_size % 8 == 0 and BASE_BOX_ROWS % page_size == 0:
         return page_size
     return 0
 
@@ -61,13 +61,13 @@ def _encode_function():
 
 
 def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
-                     d_qk: int, box_keys: int = TILE_KEYS) -> dict:
+                     d_qk: int, box_keys: int = BASE_BOX_ROWS) -> dict:
     """What :func:`encode_kv_map` passes to ``cuTensorMapEncodeTiled`` (innermost
     dimension first): a pure function, tested on the CPU."""
     rows = box_rows(page_size, box_keys)
     if rows == 0:
         raise ValueError(f"page_size: expected a size TMA tiles can use (a multiple of "
-                         f"{TILE_KEYS}, or 8 or 16), got {page_size}")
+                         f"{BASE_BOX_ROWS}, or 8 or 16), got {page_size}")
     if dtype not in _DATA_TYPE:
         raise ValueError(f"dtype: expected one of {sorted(_DATA_TYPE)}, got {dtype!r}")
     if address % 16:
@@ -88,7 +88,7 @@ ENCODED_MAX = 64
 
 
 def encode_kv_map(address: int, dtype: str, num_blocks: int, num_layers: int, page_size: int,
-                  d_qk: int, box_keys: int = TILE_KEYS) -> bytes:
+                  d_qk: int, box_keys: int = BASE_BOX_ROWS) -> bytes:
     """The 128-byte CUtensorMap of a cache at ``address`` (memoised)."""
     key = (address, dtype, num_blocks, num_layers, page_size, d_qk, box_keys)
     with _lock:
@@ -124,13 +124,13 @@ class KvMapSource:
     plan.check_aligned.)"""
 
     def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int,
-                 required: bool = False, box_keys: int = TILE_KEYS):
+                 required: bool = False, box_keys: int = BASE_BOX_ROWS):
         self.args = (dtype, num_blocks, num_layers, page_size, d_qk, box_keys)
         self.rows = box_rows(page_size, box_keys)
         self.required = required
         if required and self.rows == 0:
             raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_SCHEDULE) loads by TMA "
-                             f"and expects a multiple of {TILE_KEYS}, or 8 or 16, got {page_size}")
+                             f"and expects a multiple of {BASE_BOX_ROWS}, or 8 or 16, got {page_size}")
 
     def for_address(self, address: int) -> tuple[int, bytes]:
         if self.rows == 0:   # (required: the constructor refused the page size)
