@@ -20,7 +20,8 @@ from .render import launch_config, render
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows
 from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
-                       NARROW_TILE_ROWS, evict_first_supports, hopper_supports, narrow_supports, pair_supports, parse,
+                       NARROW_TILE_ROWS, evict_first_supports, hopper_supports, multicast_supports, narrow_supports,
+                       pair_supports, parse,
                        resolve_backend, schedule_tile_rows, seesaw_supports)
 
 BASE_OPTIONS = ("-std=c++17",)
@@ -392,6 +393,30 @@ def takes_evict_first(key: DecodeKey, segments: int, host_batch: int, max_keys: 
     block_n = launch_config(key).block_n
     tiles = host_batch * -(-max_keys // block_n)
     return -(-tiles // segments) <= EVICT_FIRST_MAX_SHARE_TILES
+
+
+# A split of fewer 64-key tiles than this runs the plain seesaw, not its `_multicast` twin:
+# a cluster's start and end (a cluster barrier each, the pair's CTAs held to the slower one)
+# are paid once a split.  H200, session 38 (tools/results/NOTES.md), plain / twin, two rounds
+# each, us: b128 h128 s8192 (P=1, 128 tiles a split) 455.6 -> 445.0, DeepSeek h128 uniform
+# 236.6 -> 233.7, ragged 275.5 -> 271.7, varlen s_q 2 937 -> 918.7, b32 h128 s4096 (P=2,
+# 32 tiles) 79.6 -> 79.8, b1 h128 s65536 (P=64, 16 tiles) 51.9 -> 54.3.
+MULTICAST_MIN_SPLIT_TILES = 32
+
+
+def takes_multicast(key: DecodeKey, num_heads: int, num_partitions: int, max_keys: int) -> bool:
+    """Whether a call of ``key`` runs its ``_multicast`` twin (variants.multicast_supports):
+    the seesaw where every cluster of two row tiles holds rows of one token, i.e. a token's
+    heads fill whole pairs of 64-row tiles, and a split of the host's ``num_partitions``
+    over a sequence of ``max_keys`` keys (the cache's max_cache_length + q_max_seq_len)
+    holds at least MULTICAST_MIN_SPLIT_TILES tiles.  Both CTAs of a cluster walk the same
+    keys and start, stay or leave together, which the twin's shared copies need (its
+    grid's row tiles come in pairs: a group's rows are whole tokens).  The twin changes
+    no result."""
+    if not multicast_supports(key) or num_heads % (2 * key.tile_rows):
+        return False
+    block_n = launch_config(key).block_n
+    return -(-max_keys // (num_partitions * block_n)) >= MULTICAST_MIN_SPLIT_TILES
 
 
 def hopper_key(key: DecodeKey, page_size: int, group_rows: int, split_keys: int | None = None) -> DecodeKey:

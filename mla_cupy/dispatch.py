@@ -20,7 +20,7 @@ from .arrays import is_torch, to_cupy
 from .plan import (ARRAY_PARAMS, NOT_A_DEVICE_ARRAY, RUN_ARRAYS, DecodePlan, KernelLaunch, check_aligned,
                    array_info, external_stream, launch_mode, stream_handle)
 from .cache import PagedKVCollection
-from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper, takes_evict_first
+from .compiler import arch_number, device_arch, get_kernel, hopper_key, runs_hopper, takes_evict_first, takes_multicast
 from .render import combine_shape, launch_config, needs_kv_map, ring_segments, tma_box_keys, uses_kv_map
 from .tensor_map import NO_MAP, KvMapSource
 from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_partitions, shared_scalar_args,
@@ -259,6 +259,8 @@ def _build_plan(
                             host_batch)
     if takes_evict_first(key, segments, host_batch, kv_collection.max_cache_length + q_max_seq_len):
         key = dataclasses.replace(key, evict_first=True)
+    if takes_multicast(key, num_heads, num_partitions, kv_collection.max_cache_length + q_max_seq_len):
+        key = dataclasses.replace(key, multicast=True)
     budget = balanced_splits(key, mask, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
                              segments, host_batch, tiling.grid_x, num_partitions)
     grid_splits = num_partitions

@@ -376,6 +376,7 @@ def decode_template_values(key: DecodeKey) -> dict:
     return dict(
         name=key.name, layout=key.layout.value, mask=key.mask.value, sparsity=key.sparsity.value,
         fold=key.fold, d_qk=key.d_qk, tile_rows=key.tile_rows, evict_first=key.evict_first,
+        multicast=key.multicast,
         layout_enum=cpp_enum(Layout, "Layout", "LAYOUT", key.layout),
         mask_enum=cpp_enum(Mask, "Mask", "MASK", key.mask),
         q_kind_enum=cpp_enum(QKind, "QKind", "Q_KIND", q_kind(key)),

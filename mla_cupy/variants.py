@@ -9,7 +9,9 @@ suffixes for non-default compile-time shapes: ``_qk512`` (no rope part),
 ``_qfp8`` (e4m3 queries for the fp8 layout), ``_m16`` / ``_m32`` (rows per
 tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` /
 ``_narrow`` / ``_pair`` (its other schedules), ``_evict_first`` (the narrow
-kernel's keys loaded under L2's evict_first hint, for short streams).  Combine names read ``mla_combine_{out dtype}``; the GPU
+kernel's keys loaded under L2's evict_first hint, for short streams), ``_multicast``
+(the seesaw's two row tiles of a token as a cluster of two CTAs, each key box read
+from L2 once and multicast into both).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -92,6 +94,10 @@ class DecodeKey:
     # 16-bit caches: evict_first_supports); the dispatcher picks it for short streams
     # (compiler.takes_evict_first).
     evict_first: bool = False
+    # The seesaw's row tiles in clusters of two CTAs that hold rows of one token, each TMA
+    # box of keys loaded once and multicast into both (multicast_supports); the dispatcher
+    # picks it where every cluster's two tiles hold one token's rows (compiler.takes_multicast).
+    multicast: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -101,6 +107,7 @@ class DecodeKey:
         object.__setattr__(self, "sparsity", Sparsity(self.sparsity))
         object.__setattr__(self, "fold", bool(self.fold))
         object.__setattr__(self, "evict_first", bool(self.evict_first))
+        object.__setattr__(self, "multicast", bool(self.multicast))
         check(self)
 
     @property
@@ -119,6 +126,8 @@ class DecodeKey:
             n += f"_{self.schedule.value}"
         if self.evict_first:
             n += "_evict_first"
+        if self.multicast:
+            n += "_multicast"
         return n
 
     @property
@@ -256,6 +265,9 @@ def check(key: DecodeKey) -> None:
     if key.evict_first and not evict_first_supports(key):
         raise ValueError(f"evict_first: the narrow schedule's TMA copies of dense bf16/fp16 caches carry the hint, "
                          f"got {key.backend.value} {key.schedule.value} {key.layout.value} {key.sparsity.value}")
+    if key.multicast and not multicast_supports(key):
+        raise ValueError(f"multicast: the seesaw schedule's TMA copies of dense bf16/fp16 caches are multicast, "
+                         f"got {key.backend.value} {key.schedule.value} {key.layout.value} {key.sparsity.value}")
 
 
 BACKENDS = ("auto", "portable", "hopper")
@@ -306,6 +318,12 @@ def evict_first_supports(key: DecodeKey) -> bool:
             and key.sparsity is Sparsity.DENSE and key.layout in (Layout.BF16, Layout.FP16))
 
 
+def multicast_supports(key: DecodeKey) -> bool:
+    """Which Hopper variants have a ``_multicast`` twin: the seesaw (dense 16-bit caches,
+    whose loading warpgroup copies the keys by TMA)."""
+    return key.schedule is Schedule.SEESAW and seesaw_supports(key)
+
+
 def pair_supports(key: DecodeKey) -> bool:
     """Which Hopper variants the pair schedule implements: sparse fp8_ds_mla records
     with bf16 queries, one token a row group (unfolded)."""
@@ -315,7 +333,7 @@ def pair_supports(key: DecodeKey) -> bool:
 
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?(?P<evict_first>_evict_first)?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?(?P<evict_first>_evict_first)?(?P<multicast>_multicast)?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -333,7 +351,7 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
                         backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE,
                         schedule=Schedule(m["schedule"] or Schedule.RING.value),
-                        evict_first=bool(m["evict_first"]))
+                        evict_first=bool(m["evict_first"]), multicast=bool(m["multicast"]))
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key
@@ -351,11 +369,12 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
 def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
     """Every valid key in a stable order (decode, combine, quantise kernels, then the input check)."""
     keys: list = []
-    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows, evict_first in itertools.product(
+    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows, evict_first, multicast in itertools.product(
             Backend, Schedule, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS,
-            (False, True)):
+            (False, True), (False, True)):
         try:
-            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend, schedule, evict_first)
+            key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend, schedule, evict_first,
+                            multicast)
         except ValueError:
             continue
         keys.append(key)

@@ -114,8 +114,9 @@ def test_each_schedule_renders_its_own_kernel(key):
     """A seesaw key renders the seesaw template with 64-key tiles; the ring key
     of the same variant the ring template with 32-key tiles (the schedule is
     part of the name, so the two never share a cache entry or a symbol)."""
-    ring = dataclasses.replace(key, schedule="ring")
+    ring = dataclasses.replace(key, schedule="ring", multicast=False)
     src, ring_src = render(key), render(ring)
+    assert ("__cluster_dims__(2, 1, 1)" in src) == key.multicast   # the `_multicast` twin: clusters of two
     assert 'dense MLA decode, "seesaw"' in src and "constexpr int BLOCK_N = 64;" in src
     assert 'dense MLA decode, "seesaw"' not in ring_src and "constexpr int BLOCK_N = 32;" in ring_src
     assert launch_config(key).block_n == 64 and launch_config(ring).block_n == 32
@@ -210,15 +211,18 @@ def test_every_hopper_wgmma_takes_the_operand_type_its_records_decode_to(key):
         assert ("constexpr bool MATH_SCALES = true;" in src) == math_scales, key.name
 
 
+@pytest.mark.parametrize("twin", ["", "_multicast"])
 @pytest.mark.parametrize("pair,per_warp,start", [(None, False, False), (3, False, False), (3, True, False),
                                                  (None, False, True)],
                          ids=["phases", "pair", "pair_per_warp", "start"])
-def test_phase_probe_instruments_the_seesaw(pair, per_warp, start):
-    """tools/phase_probe.py stamps lines of the seesaw kernel found by anchor
-    text: every anchor is still there once (it asserts so) and the instrumented
-    source compiles, so a kernel edit that moves one shows here, not on the GPU."""
+def test_phase_probe_instruments_the_seesaw(pair, per_warp, start, twin):
+    """tools/phase_probe.py stamps lines of the seesaw kernel (and of its `_multicast`
+    twin, which h128 cases run) found by anchor text: every anchor is still there once
+    (it asserts so) and the instrumented source compiles, so a kernel edit that moves one
+    shows here, not on the GPU."""
     phase_probe = _tool("phase_probe")
-    src = phase_probe.instrumented_source(pair, per_warp, start)
+    assert phase_probe.NAME + twin in phase_probe.NAMES
+    src = phase_probe.instrumented_source(pair, per_warp, start, phase_probe.NAME + twin)
     # the declaration; a stamp per hand-over, a start step (and each math warpgroup's loop
     # entry), or eight phase stamps and the tile count
     stamps = (len(phase_probe.START_STEPS) + 2 if start else len(phase_probe.PAIR_STEPS) if pair is not None
@@ -399,7 +403,7 @@ def _ptx(key) -> str:
     return _nvrtc_compile(render(key), f"{key.name}.cu", "compute_90a", ("-ftz=true",))
 
 
-@pytest.mark.parametrize("key", [k for k in VARIANTS if isinstance(k, DecodeKey) and k.name.endswith("_hopper_seesaw")
+@pytest.mark.parametrize("key", [k for k in VARIANTS if isinstance(k, DecodeKey) and k.schedule.value == "seesaw"
                                  and k.layout.value == "bf16"], ids=lambda k: k.name)
 def test_the_seesaw_divides_by_no_runtime_value_between_its_wgmmas(key):
     """Whatever integer work runs between a math warpgroup's wgmmas delays them.  A

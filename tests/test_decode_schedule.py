@@ -77,10 +77,13 @@ def test_calls_without_records_leave_the_schedule_unwritten(launches):
     assert schedule_slots(launches[-2])[1] == decode_schedule.WRITE
 
 
-@pytest.mark.parametrize("heads,suffix", [(64, "_hopper"), (128, "_hopper_seesaw")])
-def test_ring_and_seesaw_keep_a_record_a_cta(launches, heads, suffix):
+@pytest.mark.parametrize("heads,suffix", [(64, "_hopper"), (96, "_hopper_seesaw"), (128, "_hopper_seesaw_multicast")])
+def test_ring_and_seesaw_keep_a_record_a_cta(launches, monkeypatch, heads, suffix):
     """The dense ring and seesaw kernels keep each CTA's split and sequence (cta_work):
-    one record a CTA of the whole grid."""
+    one record a CTA of the whole grid.  (The twin's floor of tiles a split lowered: the
+    call's cache is short.)"""
+    from mla_cupy import compiler
+    monkeypatch.setattr(compiler, "MULTICAST_MIN_SPLIT_TILES", 1)
     s, args = DecodeSchedule(), call_args(heads)
     for _ in range(2):
         generic_flare_mla_decode_kv_cache_ragged(**args, schedule=s)

@@ -259,6 +259,35 @@ def test_short_streams_run_the_evict_first_twin(compiled_kernels, rng, monkeypat
 
 
 @pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300), ("null", -1)])
+def test_tile_pairs_of_one_token_run_the_multicast_twin(compiled_kernels, rng, monkeypatch, mask, window):
+    """compiler.takes_multicast: h 128 (a token's heads fill a pair of 64-row tiles) runs the
+    seesaw's `_multicast` twin, clusters of two CTAs sharing each key box, over ragged
+    queries (1-3 tokens, so some clusters of a sequence have no rows and leave together)
+    and split or unsplit keys, the twin taken however short a split (the rule's floor
+    lowered to one tile); h 96 the plain seesaw.  Each against the reference, with NaN
+    in the workspace and in unused cache slots and the pages permuted (make_case)."""
+    from mla_cupy import compiler, dispatch
+    monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
+    monkeypatch.setattr(dispatch, "_workspaces", {})
+    # short splits too: a split's first and last tiles, and clusters with nothing to do
+    monkeypatch.setattr(compiler, "MULTICAST_MIN_SPLIT_TILES", 1)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    for num_heads, twin in ((128, True), (96, False)):
+        for num_partitions in (None, 1, 3):
+            monkeypatch.setattr(dispatch, "_eager_plans", {})
+            b = int(rng.integers(1, 6))
+            case = make_case(rng, seq_lens=list(rng.integers(1, 4, b)), cache_lens=list(rng.integers(1, 3000, b)),
+                             num_heads=num_heads, page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window,
+                             sink="random", num_partitions=num_partitions)
+            _check(case)
+            plans = list(dispatch._eager_plans.values())
+            if assert_schedule_ran(plans, "_hopper_seesaw", case.describe()):   # (portable: no twin)
+                assert all(p.variant.endswith("_multicast") == twin for p in plans), \
+                    ([p.variant for p in plans], case.describe())
+
+
+@pytest.mark.parametrize("mask,window", [("causal", -1), ("sliding_window_causal", 300), ("null", -1)])
 def test_ring_segment_mode(compiled_kernels, rng, monkeypatch, mask, window):
     """The dense ring kernel in segment mode (MLA_CUPY_SPLIT=segments; its producer's
     ring and mbarrier phases run on across a share's segments, warpgroup 0 loads the
@@ -342,7 +371,8 @@ def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
             # the seesaw balanced where the host's grid is one wave; the ring in segment mode
             sms = dispatch.sm_count_of_current_device()
             assert all((p.variant.endswith("_hopper") and p.grid == (1, sms, 1))
-                       or (p.variant.endswith("_hopper_seesaw") and p.grid[1] == p.num_partitions * (
+                       or (p.variant.removesuffix("_multicast").endswith("_hopper_seesaw")
+                           and p.grid[1] == p.num_partitions * (
                            dispatch.BALANCED_GRID_FACTOR if p.grid[0] * p.num_partitions * p.grid[2] <= sms else 1))
                        for p in plans), ([(p.variant, p.grid, p.num_partitions) for p in plans], case.describe())
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")

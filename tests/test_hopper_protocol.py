@@ -340,6 +340,81 @@ def test_the_model_catches_a_seesaw_release_nobody_makes():
     assert run(6, 2, (seesaw_wg0, no_release_wg1) + SEESAW_LOADERS).startswith("deadlock")
 
 
+# ---- the seesaw's `_multicast` twin: two CTAs (a cluster) sharing every tile's copies ----
+# Each CTA runs the seesaw's math warpgroups on its own named barriers.  A half's full
+# mbarrier in CTA c completes once its loading warp armed it and both CTAs' copies of the
+# half landed in c (each loading warp copies every other chunk into both CTAs: modelled as
+# one arrival from each CTA's warp on both CTAs' barriers); its empty mbarrier once both
+# CTAs' last readers released it (the peer's release arrives remotely).
+MBAR_PARTIES.update({"cfull": 3, "cempty": 2})
+
+
+def in_cluster(math_wg, cta):
+    """A seesaw math warpgroup of CTA ``cta``: its named barriers the CTA's own, its waits on
+    its CTA's full barriers, each release on both CTAs' empty barriers."""
+    def warpgroup(n, stages=2):
+        for op in math_wg(n, stages):
+            if op[0] in ("sync", "arrive"):
+                yield op[0], (cta, op[1])
+            elif op[0] == "mwait":
+                _, k, h = op[1]
+                yield "mwait", ("cfull", cta, k, h), op[2]
+            else:
+                _, k, h = op[1]
+                yield "marrive", ("cempty", cta, k, h), None
+                yield "marrive", ("cempty", 1 - cta, k, h), None
+    return warpgroup
+
+
+def multicast_loader(cta, k, h, arm=True):
+    """CTA ``cta``'s loading warp of half h of buffer k: once both CTAs released the half,
+    it arms its own full barrier and copies its chunks into both CTAs."""
+    def warp(n, stages=2):
+        for tile in range(k, n, 2):
+            if tile >= stages:
+                yield "mwait", ("cempty", cta, tile % stages, h), tile // stages - 1
+            if arm:
+                yield "marrive", ("cfull", cta, tile % stages, h), None
+            for c in (0, 1):
+                yield "marrive", ("cfull", c, tile % stages, h), None
+    return warp
+
+
+def multicast_cluster(edges=False, loaders=None):
+    math = tuple(in_cluster(lambda n, st, wg=wg: wg(n, st, edges=edges), c)
+                 for c in (0, 1) for wg in (seesaw_wg0, seesaw_wg1))
+    return math + (loaders or tuple(multicast_loader(c, k, h) for c in (0, 1) for k in (0, 1) for h in (L, R)))
+
+
+@pytest.mark.parametrize("edges", [False, True])
+def test_multicast_seesaw_cluster_neither_hangs_nor_laps(edges):
+    got = {n: run(n, 2, multicast_cluster(edges), random_orders=20) for n in range(14)}
+    assert got == {n: "ok" for n in range(14)}
+
+
+def test_the_model_catches_a_multicast_release_that_stays_in_its_cta():
+    """Releasing only its own CTA's empty barrier leaves the peer's loader (which copies into
+    both CTAs) waiting for ever: the remote arrival is what lets it refill."""
+    def local_only(math_wg, cta):
+        def warpgroup(n, stages=2):
+            for op in in_cluster(math_wg, cta)(n, stages):
+                if op[0] == "marrive" and op[1][1] != cta:
+                    continue
+                yield op
+        return warpgroup
+    math = tuple(local_only(wg, c) for c in (0, 1) for wg in (seesaw_wg0, seesaw_wg1))
+    loaders = tuple(multicast_loader(c, k, h) for c in (0, 1) for k in (0, 1) for h in (L, R))
+    assert run(6, 2, math + loaders).startswith("deadlock")
+
+
+def test_the_model_catches_a_multicast_loader_that_does_not_arm():
+    """A loading warp that copies without arming its own CTA's full barrier never completes
+    that barrier's phase: its CTA's math warpgroups wait for ever."""
+    loaders = tuple(multicast_loader(c, k, h, arm=(c, k, h) != (1, 0, L)) for c in (0, 1) for k in (0, 1)
+                    for h in (L, R))
+    assert run(6, 2, multicast_cluster(loaders=loaders)).startswith("deadlock")
+
+
 def _seesaw_rows(scores, values, tile):
     """The seesaw's online softmax for one row, step by step as the kernel does it
     (log2 units; tiles of `tile` keys in pairs a, b; -inf for masked keys):

@@ -277,14 +277,20 @@ def test_variant_lists():
     assert len([k for k in ALL if isinstance(k, QuantizeKey)]) == 6 * 3
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
     # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the ring, the
-    # seesaw and the narrow kernel's two tiles, each narrow one with its _evict_first twin)
+    # seesaw with its _multicast twin and the narrow kernel's two tiles, each narrow one with
+    # its _evict_first twin)
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * (3 + 2 + 2 * 2)
+    assert len(dense16) == 2 * 3 * 2 * (3 + 1 + 2 + 2 * 2)
     twins = [k for k in dense16 if k.evict_first]
     assert len(twins) == 2 * 3 * 2 * 2 and all(k.name.endswith("_hopper_narrow_evict_first") for k in twins)
     assert {dataclasses.replace(k, evict_first=False) for k in twins} == {
         k for k in dense16 if k.schedule.value == "narrow" and not k.evict_first}
+    clustered = [k for k in dense16 if k.multicast]
+    assert len(clustered) == 2 * 3 * 2 and all(k.name.endswith("_hopper_seesaw_multicast") for k in clustered)
+    assert {dataclasses.replace(k, multicast=False) for k in clustered} == {
+        k for k in dense16 if k.schedule.value == "seesaw" and not k.multicast}
+    assert not any(k.multicast for k in decode if k not in dense16)
     # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
@@ -297,9 +303,11 @@ def test_variant_lists():
     assert {k.name for k in decode if k.backend.value == "hopper" and k.schedule.value == "ring"} == {
         k.name + "_hopper" for k in dense16 + sparse16 + byte_records
         if k.tile_rows == 64 and k.backend.value == "portable"}
-    # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant
+    # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant, and its
+    # `_multicast` twin
     assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
-        k.name + "_hopper_seesaw" for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"}
+        k.name + "_hopper_seesaw" + twin for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"
+        for twin in ("", "_multicast")}
     # the narrow schedule: a third, with 16- and 32-row tiles, also over the byte records (dense or sparse)
     all_records = [k for k in decode if k.layout in (Layout.FP8_DS_MLA, Layout.FP8) and not k.q_fp8]
     assert {k.name for k in decode if k.schedule.value == "narrow" and not k.evict_first} == {
@@ -315,6 +323,9 @@ def test_variant_lists():
     dict(evict_first=True, backend="hopper"),                            # the ring
     dict(evict_first=True, backend="hopper", schedule="seesaw"),
     dict(evict_first=True, backend="hopper", schedule="narrow", tile_rows=16, layout="fp8"),
+    dict(multicast=True),                                                # the portable kernel
+    dict(multicast=True, backend="hopper"),                              # the ring
+    dict(multicast=True, backend="hopper", schedule="narrow", tile_rows=16),
     dict(fold=True),                                                     # fold without sparse
     dict(fold=True, sparsity="dense", layout="fp8"),
     dict(sparsity="sparse", mask="sliding_window_causal"),

@@ -265,6 +265,50 @@ def test_the_portable_backend_never_takes_the_evict_first_twin(monkeypatch):
         decode.kernel_name
 
 
+@pytest.mark.parametrize("num_heads, schedule, twin", [(128, None, True), (128, "seesaw", True), (96, None, False),
+                                                       (64, "seesaw", False), (128, "ring", False)])
+def test_the_seesaw_takes_its_multicast_twin_where_tokens_fill_tile_pairs(monkeypatch, num_heads, schedule, twin):
+    """compiler.takes_multicast: the seesaw's `_multicast` twin (clusters of two row tiles)
+    where a token's heads fill whole pairs of 64-row tiles (h 128), so both CTAs of a
+    cluster hold one token's rows (splits of 512 tiles here); h 96 (a 64- and a 32-row tile), or h 64 with the seesaw
+    forced (one tile a token), keep the plain seesaw; the ring never has the twin.  The
+    grid is the plain kernel's (its x, the row tiles, even)."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    if schedule:
+        monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
+    else:
+        monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, _ = _launch(num_heads, max_cache_length=1 << 16)
+    assert decode.kernel_name.endswith("_multicast") == twin, decode.kernel_name
+    if twin:
+        plain = decode.kernel_name.removesuffix("_multicast")
+        assert plain.endswith("_hopper_seesaw") and decode.grid[0] % 2 == 0, (decode.kernel_name, decode.grid)
+
+
+# P=2 splits of at most max_cache_length + 1 keys: 31 tiles a split up to 3967 cached keys
+# (31 x 128 = 3968 keys), 32 from 3968
+@pytest.mark.parametrize("max_cache_length, twin", [(200, False), (3967, False), (3968, True), (1 << 20, True)])
+def test_short_splits_keep_the_plain_seesaw(monkeypatch, max_cache_length, twin):
+    """compiler.takes_multicast: a split (the host's P over the longest sequence) of fewer
+    than MULTICAST_MIN_SPLIT_TILES 64-key tiles runs the plain seesaw at h 128, where a
+    cluster's start and end cost more than the shared copies save; the launch is
+    otherwise the same."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, _ = _launch(128, max_cache_length=max_cache_length)
+    assert decode.kernel_name.endswith("_hopper_seesaw" + ("_multicast" if twin else "")), decode.kernel_name
+    plain, _ = _launch(128, max_cache_length=200)
+    assert decode.grid == plain.grid, (decode.grid, plain.grid)
+
+
+def test_the_portable_backend_never_takes_the_multicast_twin(monkeypatch):
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.setenv("MLA_CUPY_BACKEND", "portable")
+    decode, _ = _launch(128, max_cache_length=1 << 16)
+    assert "_hopper" not in decode.kernel_name and "_multicast" not in decode.kernel_name, decode.kernel_name
+
+
 @pytest.mark.parametrize("num_partitions", [1, 2, 16, 64])
 def test_the_segment_combine_has_threads_for_the_split_the_host_chose(monkeypatch, num_partitions):
     """An even batch's aligned cut gives a sequence about the host's P pieces (16 for
@@ -330,9 +374,9 @@ def test_the_seesaw_takes_balanced_splits_when_the_split_is_its(monkeypatch, num
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     heads = 128
-    decode, combine = _launch(heads, num_partitions=num_partitions)
+    decode, combine = _launch(heads, num_partitions=num_partitions, max_cache_length=1 << 16)
     grid_y = BALANCED_GRID_FACTOR * num_partitions
-    assert decode.kernel_name.endswith("_hopper_seesaw") and decode.grid[1:] == (grid_y, B)
+    assert decode.kernel_name.endswith("_hopper_seesaw_multicast") and decode.grid[1:] == (grid_y, B)
     slot = decode.slots
     # (an int parameter's slot holds its 32 bits)
     assert slot[abi.DECODE.slot("split_len")] == (-B * num_partitions) & 0xffffffff

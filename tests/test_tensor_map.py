@@ -108,7 +108,8 @@ def test_the_seesaw_always_gets_a_map(monkeypatch, schedule, page_size, want_row
     monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
     with stub_device() as launches:
         blocks, rows, words = _call(launches, page_size, num_heads=128)
-        assert launches[-2].kernel_name.endswith("_hopper_seesaw")
+        # (or its clustered twin at h128 where splits are long: compiler.takes_multicast)
+        assert launches[-2].kernel_name.removesuffix("_multicast").endswith("_hopper_seesaw")
         assert rows == want_rows and words[0] == blocks.address
 
 

@@ -32,6 +32,9 @@ import sys
 import numpy as np
 
 NAME = "mla_decode_bf16_causal_dense_fold0_hopper_seesaw"
+# the kernels a bench case of NAME's axes may run: the seesaw and its `_multicast` twin
+# (h 128: compiler.takes_multicast); each gets its own instrumented copy
+NAMES = (NAME, NAME + "_multicast")
 PER_WG = 16    # stamps per warpgroup: warpgroup w uses slots PER_WG w .. PER_WG w + PER_WG - 1
 PER_WARP = 12  # --per-warp: warp v (0..7) uses slots PER_WARP v .. PER_WARP v + PER_WARP - 1
 SLOTS = 8 * PER_WARP
@@ -151,7 +154,10 @@ START_STEPS = [
                "            }\n",
                # next_seesaw_lean_issue.patch: after its two issue paths
                "                                                     layer_idx, box_page, mbar(tile, c0 + k));\n"
-               "            }\n"), "tile == 0", "loader: tile 0's copies issued"),
+               "            }\n",
+               # after the multicast twin's two issue paths
+               "                                                     layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
+               "                }\n            }\n"), "tile == 0", "loader: tile 0's copies issued"),
     ((0, 1), 3, "    bar_sync(BAR_Q);\n", "true", "Q landed"),
     ((0, 1), 4, "            mbar_wait(mbar(tile, c), parity(tile));\n            wgmma_fence();\n",
      "tile <= 1 && ci == 0", "first tile's first chunk landed"),
@@ -167,10 +173,10 @@ def instrument_start(src):
     return src
 
 
-def instrumented_source(pair, per_warp=False, start=False):
+def instrumented_source(pair, per_warp=False, start=False, name=NAME):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
-    src = render(parse(NAME))
+    src = render(parse(name))
     src = declare_stamps(src)
     if start:
         return instrument_start(src)
@@ -203,6 +209,28 @@ def install(name, src):
     return cupy.ndarray((CTA_SLOTS * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
 
 
+class Stamps:
+    """The stamps of several instrumented kernels (NAMES), one g_prof each: a call runs one
+    of them, so their sum is its stamps."""
+
+    def __init__(self, arrays):
+        self.arrays = list(arrays)
+
+    def fill(self, value):
+        for a in self.arrays:
+            a.fill(value)
+
+    def read(self):
+        import cupy
+        return sum(cupy.asnumpy(a) for a in self.arrays)
+
+
+def install_seesaws(instrument):
+    """Each kernel of NAMES compiled from ``instrument(name)`` (its instrumented source) and
+    put in the compiler's memo; their stamps as one Stamps."""
+    return Stamps(install(name, instrument(name)) for name in NAMES)
+
+
 def stamped_calls(cases, prof, warm="none"):
     """For each CASE[:P] of bench's named cases: a call to warm up, then three calls (the L2
     flushed before each, unless warm is "all"; with warm "data", Q and the metadata read back
@@ -231,7 +259,7 @@ def stamped_calls(cases, prof, warm="none"):
                     x.ravel()[::16].sum()   # (one item in 16: every 128-byte line read)
             f()
             t.sync()
-        a = cupy.asnumpy(prof).reshape(CTA_SLOTS, SLOTS).astype(np.int64)
+        a = (prof.read() if isinstance(prof, Stamps) else cupy.asnumpy(prof)).reshape(CTA_SLOTS, SLOTS).astype(np.int64)
         yield name, p, a[a[:, 0] > 0]
 
 
@@ -310,7 +338,7 @@ def main():
                                                    "b128_h128_s8192:1"],
                     help="CASE:P, or CASE for the dispatcher's own split (balanced splits where they apply)")
     args = ap.parse_args()
-    prof = install(NAME, instrumented_source(args.pair, args.per_warp, args.start))
+    prof = install_seesaws(lambda name: instrumented_source(args.pair, args.per_warp, args.start, name))
     for name, p, a in stamped_calls(args.cases, prof):
         if args.start:
             report_start(name, p, a)

@@ -25,36 +25,43 @@ def stamp(k):
             f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)][{BASE} + 4 * warp + {k}] = _t; }}\n")
 
 
-src = pp.instrumented_source(3)
-src = pp.insert(src, "            if (tile >= NUM_STAGES) mbar_wait(empty_bar(tile, half), parity(tile - NUM_STAGES));\n",
-                stamp(0))
-src = pp.insert(src, "            // The next tile of this buffer into L2", stamp(1), before=True)
-src = pp.insert(src, "            page = next;\n",
-                "            if (tile == 8 || tile == 9) mbar_wait(mbar(tile, c0 + nc - 1), parity(tile));\n" + stamp(2),
-                before=True)
-# call 5: lane 0 of the loading warps of buffer 0 (tile 8) stamps after its expect_tx
-# arrivals and the warp's __syncwarp, then after each of its box copies: slots 48 + 8 half + k
-TMA = 3 * pp.PER_WG
+def instrument(name):
+    src = pp.instrumented_source(3, name=name)
+    src = pp.insert(src, "            if (tile >= NUM_STAGES) mbar_wait(empty_bar(tile, half), parity(tile - NUM_STAGES));\n",
+                    stamp(0))
+    src = pp.insert(src, "            // The next tile of this buffer into L2", stamp(1), before=True)
+    src = pp.insert(src, "            page = next;\n",
+                    "            if (tile == 8 || tile == 9) mbar_wait(mbar(tile, c0 + nc - 1), parity(tile));\n" + stamp(2),
+                    before=True)
+    # call 5: lane 0 of the loading warps of buffer 0 (tile 8) stamps after its expect_tx
+    # arrivals and the warp's __syncwarp, then after each of its box copies: slots 48 + 8 half + k
+    TMA = 3 * pp.PER_WG
 
 
-def tma_stamp(k):
-    return (f"if (tile == 8 && (warp & 1) == 0 && lane == 0) {{ unsigned long long _t; "
-            f"asm volatile(\"mov.u64 %0, %%clock64;\" : \"=l\"(_t)); "
-            f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)][{TMA} + 8 * half + {k}] = _t; }}\n")
+    def tma_stamp(k):
+        return (f"if (tile == 8 && (warp & 1) == 0 && lane == 0) {{ unsigned long long _t; "
+                f"asm volatile(\"mov.u64 %0, %%clock64;\" : \"=l\"(_t)); "
+                f"g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)][{TMA} + 8 * half + {k}] = _t; }}\n")
 
 
-loop = "                for (int k = 0; k < nc; ++k)\n"
-copy = "                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
-PER_COPY = copy in src   # the kernel's copy loop (a prepared patch may issue otherwise: then no per-copy stamps)
-if PER_COPY:
-    src = pp.insert(src, "            __syncwarp();\n", tma_stamp(0))
-    src = pp.insert(src, loop, "                for (int k = 0; k < nc; ++k) {\n")
-    src = src.replace(loop + "                for (int k", "                for (int k", 1)
-    src = pp.insert(src, copy, "                " + tma_stamp("1 + k") + "                }\n")
-if os.environ.get("PREFETCH_MAP") == "1":   # the tensor map's descriptor prefetched once the half is free
-    src = pp.insert(src, "            if (lane < nc) mbar_arrive_expect_tx(mbar(tile, c0 + lane), KV_CHUNK_BYTES);\n",
-                    "            if (lane == 0) tma_prefetch_map(&kv_map);\n", before=True)
-prof = pp.install(pp.NAME, src)
+    loop = "                for (int k = 0; k < nc; ++k)\n"
+    copy = "                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
+    global PER_COPY
+    # the kernel's copy loop (a prepared patch or the multicast twin may issue otherwise: then no per-copy stamps)
+    PER_COPY = copy in src and "constexpr bool MULTICAST = true;" not in src
+    if PER_COPY:
+        src = pp.insert(src, "            __syncwarp();\n", tma_stamp(0))
+        src = pp.insert(src, loop, "                for (int k = 0; k < nc; ++k) {\n")
+        src = src.replace(loop + "                for (int k", "                for (int k", 1)
+        src = pp.insert(src, copy, "                " + tma_stamp("1 + k") + "                }\n")
+    if os.environ.get("PREFETCH_MAP") == "1":   # the tensor map's descriptor prefetched once the half is free
+        src = pp.insert(src, "            if (lane < nc) mbar_arrive_expect_tx(mbar(tile, c0 + lane), KV_CHUNK_BYTES);\n",
+                        "            if (lane == 0) tma_prefetch_map(&kv_map);\n", before=True)
+    return src
+
+
+PER_COPY = False
+prof = pp.install_seesaws(instrument)
 labels = [s[2] for s in pp.PAIR_STEPS]
 wg0 = [s[2] for s in pp.PAIR_STEPS if s[0] == 0]
 wg1 = [s[2] for s in pp.PAIR_STEPS if s[0] == 1]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 38, call 2 (prepared in session 37 after its device budget; CPU-checked, not run):
-#   OUT=$OUT bash tools/results/next_session38_call2.sh
+# Session 38, call 1 (prepared in session 37 as next_session38_call2.sh; ran at 995d9b4):
+#   OUT=$OUT bash tools/results/session38_call1.sh
 # The seesaw's `_multicast` twin (next_seesaw_multicast_twin.patch, /tmp/mct): where a token's
 # heads fill pairs of 64-row tiles (h 128, compiler.takes_multicast) the two row tiles run as
 # a cluster of two CTAs; each box of keys is loaded once from L2 and multicast into both
