@@ -21,8 +21,8 @@ check_tree . head seesaw
 PYTHONPATH=.:tests timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py -k multicast \
   > $OUT/gpu_head_multicast.log 2>&1
 say "head dense -k multicast exit $?: $(tail -1 $OUT/gpu_head_multicast.log)"
-patched /tmp/pmi next_seesaw_parallel_mbar_init.patch
-patched /tmp/noa next_seesaw_twin_no_l2_ahead.patch
+patched /tmp/pmi next_seesaw_parallel_mbar_init.patch   # (now 2026-12-04i_dropped_seesaw_parallel_mbar_init.patch)
+patched /tmp/noa next_seesaw_twin_no_l2_ahead.patch   # (now 2026-12-04i_dropped_seesaw_twin_no_l2_ahead.patch)
 (cd /tmp/pmi && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_pmi.txt 2>&1) &
 (cd /tmp/noa && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_noa.txt 2>&1) &
 wait

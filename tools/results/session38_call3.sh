@@ -12,7 +12,7 @@ set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
 begin_call
-patched /tmp/lead next_seesaw_twin_l2_lead2.patch
+patched /tmp/lead next_seesaw_twin_l2_lead2.patch   # (now 2026-12-04i_dropped_seesaw_twin_l2_lead2.patch)
 (cd /tmp/lead && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_lead.txt 2>&1)
 say "warm lead: $(head -1 /tmp/warm_lead.txt)"
 check_tree /tmp/lead lead seesaw
