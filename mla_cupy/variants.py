@@ -96,7 +96,8 @@ class DecodeKey:
     evict_first: bool = False
     # The seesaw's row tiles in clusters of two CTAs that hold rows of one token, each TMA
     # box of keys loaded once and multicast into both (multicast_supports); the dispatcher
-    # picks it where every cluster's two tiles hold one token's rows (compiler.takes_multicast).
+    # picks it where every cluster's two tiles hold one token's rows and a split holds at
+    # least compiler.MULTICAST_MIN_SPLIT_TILES tiles (compiler.takes_multicast).
     multicast: bool = False
 
     def __post_init__(self):
