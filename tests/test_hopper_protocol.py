@@ -235,20 +235,22 @@ def _two_buffers(tile):
     return tile % 2
 
 
-def _seesaw_pairs_wg0(n, wait, edges=False, after_s=lambda t: (), buf=_two_buffers):
+def _seesaw_pairs_wg0(n, wait, edges=False, after_s=lambda t: (), buf=_two_buffers, keep=lambda t: True):
     """Warpgroup 0's pairs over a job of n tiles; wait(t, halves) yields the waits
-    for tile t, after_s(t) what follows S(t)'s retirement, buf(t) tile t's buffer."""
+    for tile t, after_s(t) what follows S(t)'s retirement, buf(t) tile t's buffer;
+    keep(t) false: tile t's release is not made in the pair (the caller makes it later)."""
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
         yield "arrive", "m0"
         yield "sync", "m1"
         yield "arrive", "p0"
-        yield "marrive", ("sempty", buf(ta), L), None    # P(a) V_L(a) retired
+        if keep(ta):
+            yield "marrive", ("sempty", buf(ta), L), None    # P(a) V_L(a) retired
         if tb < n:
             yield "sync", "p1"
         if ta + 2 < n:                                    # S(a + 2), chunks 0-3
             yield from wait(ta + 2, (L, R) if edges else (L,))
-        if tb < n:
+        if tb < n and keep(tb):
             yield "marrive", ("sempty", buf(tb), L), None   # P(b) V_L(b) retired
         if ta + 2 < n:
             if not edges:                                 # S(a + 2), chunks 4..
@@ -256,7 +258,7 @@ def _seesaw_pairs_wg0(n, wait, edges=False, after_s=lambda t: (), buf=_two_buffe
             yield from after_s(ta + 2)
 
 
-def _seesaw_pairs_wg1(n, wait, after_s=lambda t: (), buf=_two_buffers):
+def _seesaw_pairs_wg1(n, wait, after_s=lambda t: (), buf=_two_buffers, keep=lambda t: True):
     """Warpgroup 1's pairs (its S waits for the R half first: R_FIRST)."""
     for pr in range((n + 1) // 2):
         ta, tb = 2 * pr, 2 * pr + 1
@@ -265,9 +267,10 @@ def _seesaw_pairs_wg1(n, wait, after_s=lambda t: (), buf=_two_buffers):
         if tb < n:
             yield "arrive", "p1"
         yield "sync", "p0"
-        if tb < n:
+        if tb < n and keep(tb):
             yield "marrive", ("sempty", buf(tb), R), None   # P(b) V_R(b) retired
-        yield "marrive", ("sempty", buf(ta), R), None    # P(a)' V_R(a) retired
+        if keep(ta):
+            yield "marrive", ("sempty", buf(ta), R), None    # P(a)' V_R(a) retired
         if tb + 2 < n:                                    # S(b + 2)
             yield from wait(tb + 2, (R, L))
             yield from after_s(tb + 2)
@@ -413,6 +416,104 @@ def test_the_model_catches_a_multicast_loader_that_does_not_arm():
     loaders = tuple(multicast_loader(c, k, h, arm=(c, k, h) != (1, 0, L)) for c in (0, 1) for k in (0, 1)
                     for h in (L, R))
     assert run(6, 2, multicast_cluster(loaders=loaders)).startswith("deadlock")
+
+
+# ---- the persistent twin's hand-overs, as planned in session 38 (NOTES.md; no kernel yet) ----
+# A CTA (or a cluster) runs a share's segments back to back.  Tiles are numbered across the
+# share, so a segment may start on either buffer and the loading warps run on across
+# segments unchanged.  The epilogue stages over the two tile buffers, so a segment's last
+# (at most two) tiles are released only after the staging has been read out: the loaders'
+# empty waits then order the next segment's first copies after the epilogue.  The next
+# segment's Q goes into Q's region (untouched by the staging) after the epilogue's barriers,
+# and both math warpgroups meet on the Q barrier before their first S.
+
+def twin_segments_math(wg, seg_tiles, stages=2, defer=2):
+    """Math warpgroup ``wg`` (0: tiles a and the L halves; 1: tiles b, R halves) over the
+    segments; ``defer``: how many of a segment's last tiles keep their release for after
+    the epilogue (2: every tile whose buffer the staging covers)."""
+    half = L if wg == 0 else R
+    base = 0
+    for n in seg_tiles:
+        yield "sync", "q"                                  # this segment's Q landed
+        first = 0 if wg == 0 else 1
+        if n > first:
+            yield from _seesaw_wait_tile(base + first, (L, R) if wg == 0 else (R, L), stages)
+        late = set(range(max(0, n - defer), n))
+        wait = lambda t, halves, b=base: _seesaw_wait_tile(b + t, halves, stages)   # noqa: E731
+        buf = lambda t, b=base: (b + t) % stages                                   # noqa: E731
+        keep = lambda t, late=late: t not in late                                  # noqa: E731
+        if wg == 0:
+            yield from _seesaw_pairs_wg0(n, wait, buf=buf, keep=keep)
+        else:
+            yield from _seesaw_pairs_wg1(n, wait, buf=buf, keep=keep)
+        yield "sync", "epilogue"                           # row sums exchanged
+        yield "sync", "epilogue"                           # every MMA retired: stage, read out
+        for t in sorted(late):
+            yield "marrive", ("sempty", buf(t), half), None
+        base += n
+
+
+def twin_segments_loader(k, h):
+    """The loading warp of half h of the tiles of parity k, across the share's segments."""
+    def warp(seg_tiles, stages=2):
+        for tile in range(k, sum(seg_tiles), 2):
+            if tile >= stages:
+                yield "mwait", ("sempty", tile % stages, h), tile // stages - 1
+            yield "marrive", ("sfull", tile % stages, h), None
+    return warp
+
+
+def run_twin_segments(seg_tiles, cluster=False, defer=2, random_orders=20):
+    math = [lambda n, st, wg=wg: twin_segments_math(wg, seg_tiles, st, defer) for wg in (0, 1)]
+    loaders = [lambda n, st, f=twin_segments_loader(k, h): f(seg_tiles, st) for k in (0, 1) for h in (L, R)]
+    if not cluster:
+        return run(0, 2, tuple(math + loaders), random_orders=random_orders)
+    in_cta = tuple(in_cluster(m, c) for c in (0, 1) for m in math)
+    copies = tuple(lambda n, st, c=c, k=k, h=h: _cluster_copies(c, k, h, seg_tiles)
+                   for c in (0, 1) for k in (0, 1) for h in (L, R))
+    return run(0, 2, in_cta + copies, random_orders=random_orders)
+
+
+def _cluster_copies(cta, k, h, seg_tiles):
+    """multicast_loader over the share's tiles."""
+    yield from multicast_loader(cta, k, h)(sum(seg_tiles), 2)
+
+
+@pytest.mark.parametrize("cluster", [False, True])
+def test_persistent_segments_neither_hang_nor_lap(cluster):
+    """Segments of 1-5 tiles in every order of two and three (so segments start on both
+    buffers), a run of one-tile segments, and long and short ones mixed, on one CTA and on
+    the `_multicast` twin's cluster."""
+    lists = _segment_lists()
+    got = {tuple(t): run_twin_segments(t, cluster) for t in lists}
+    assert got == {tuple(t): "ok" for t in lists}
+
+
+def test_persistent_releases_cover_every_tile_once():
+    """Deferring a segment's last releases to after the epilogue neither drops nor doubles
+    one: each half of each tile is released exactly once, by its own warpgroup."""
+    for t in _segment_lists():
+        ops = [op for wg in (0, 1) for op in twin_segments_math(wg, t) if op[0] == "marrive"]
+        assert len(ops) == 2 * sum(t), (t, len(ops))
+
+
+def test_the_model_catches_a_persistent_segment_that_never_releases_its_last_tiles():
+    """Keeping a segment's last releases for after the epilogue and then not making them
+    leaves the loaders waiting for ever on the next segment's first refills."""
+    def math_without_late(wg, seg_tiles, stages=2):
+        after_epilogue = 0
+        for op in twin_segments_math(wg, seg_tiles, stages):
+            if op == ("sync", "epilogue"):
+                after_epilogue += 1
+            elif op == ("sync", "q"):
+                after_epilogue = 0
+            if after_epilogue == 2 and op[0] == "marrive":
+                continue
+            yield op
+    seg = [3, 3]
+    math = [lambda n, st, wg=wg: math_without_late(wg, seg, st) for wg in (0, 1)]
+    loaders = [lambda n, st, f=twin_segments_loader(k, h): f(seg, st) for k in (0, 1) for h in (L, R)]
+    assert run(0, 2, tuple(math + loaders)).startswith("deadlock")
 
 
 def _seesaw_rows(scores, values, tile):
