@@ -445,20 +445,27 @@ def test_cache_over_2_31_elements(compiled_kernels, rng):
     assert cmp.ok, f"{small.describe()}: {cmp.message}"
 
 
-def test_cuda_graph_replay_with_smaller_batch(compiled_kernels, rng):
+@pytest.mark.parametrize("num_heads", [16, 128])
+def test_cuda_graph_replay_with_smaller_batch(compiled_kernels, rng, monkeypatch, num_heads):
+    """A captured call replayed with the device batch shrunk (sa.update): 16 heads (the
+    narrow kernel) and 128 (the seesaw's `_multicast` twin, its floor of tiles a split
+    lowered so these short caches take it: the replay's missing sequences leave both CTAs
+    of their clusters at once)."""
     import cupy
-    from mla_cupy import generic_flare_mla_decode_kv_cache_ragged, pack_scalar_args
+    from mla_cupy import compiler, generic_flare_mla_decode_kv_cache_ragged, pack_scalar_args
+    monkeypatch.setattr(compiler, "MULTICAST_MIN_SPLIT_TILES", 1)
 
-    case = make_case(rng, seq_lens=[1] * 6, cache_lens=rng.integers(1, 2000, 6), num_heads=16)
+    H = num_heads
+    case = make_case(rng, seq_lens=[1] * 6, cache_lens=rng.integers(1, 2000, 6), num_heads=H)
     tol = tolerance_for(case)
     kv = case.collection(cupy)
     q = cupy.asarray(case.q)
     offs = cupy.asarray(case.input_row_offsets)
-    out = nan_filled((6, 16, 512), case.out_dtype)
-    lse = nan_filled((6, 16), np.float32)
+    out = nan_filled((6, H, 512), case.out_dtype)
+    lse = nan_filled((6, H), np.float32)
     ref_out, ref_lse = reference(case)
     for num_partitions in (1, 4):
-        sa = pack_scalar_args(6, 1, kv.max_cache_length, 16, num_partitions=num_partitions)
+        sa = pack_scalar_args(6, 1, kv.max_cache_length, H, num_partitions=num_partitions)
         stream = cupy.cuda.Stream(non_blocking=True)
         args = (q, offs, kv, 0, case.scale, out, sa)
         with stream:
@@ -504,9 +511,12 @@ def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypat
 
     import cupy
     from mla_cupy import DecodeSchedule, dispatch, generic_flare_mla_decode_kv_cache_ragged, pack_scalar_args
+    from mla_cupy import compiler
     monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
     monkeypatch.setattr(dispatch, "_workspaces", {})
     monkeypatch.setattr(dispatch, "_eager_plans", {})
+    # (128 heads: the seesaw's `_multicast` twin, its floor lowered for these short caches)
+    monkeypatch.setattr(compiler, "MULTICAST_MIN_SPLIT_TILES", 1)
     B, B2, H = 24, 17, num_heads
     case = make_case(rng, seq_lens=[1] * B, cache_lens=list(rng.integers(1, 20000 if H == 16 else 3000, B)),
                      num_heads=H, page_size=int(rng.choice([16, 64, 128])), mask=mask, window=window,
@@ -550,6 +560,8 @@ def test_schedule_reused_by_the_calls_of_a_step(compiled_kernels, rng, monkeypat
     suffix = {16: "_hopper_narrow", 64: "_hopper", 128: "_hopper_seesaw"}[H]
     hopper = assert_schedule_ran(list(dispatch._eager_plans.values()), suffix, case.describe())
     assert s.written == hopper, case.describe()
+    if hopper and H == 128:   # the records of the twin's clusters: both CTAs find the same work
+        assert all(p.variant.endswith("_multicast") for p in dispatch._eager_plans.values()), case.describe()
     check(case, 0, B, "no schedule")
     for i in (1, 2):
         assert (outs[i].view(np.uint16) == outs[0].view(np.uint16)).all(), (case.describe(), i)
