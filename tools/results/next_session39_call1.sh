@@ -13,6 +13,11 @@ set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
 begin_call
+# session 38's last GPU tests (written after its device budget): graph replay with a shrunk
+# batch and a step's DecodeSchedule on the `_multicast` twin, on HEAD first
+PYTHONPATH=.:tests timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
+  -k "graph_replay or schedule_reused" > $OUT/gpu_head_twin_graph.log 2>&1
+say "head graph/schedule tests exit $?: $(tail -1 $OUT/gpu_head_twin_graph.log)"
 GPU_FILE_TIMEOUT=220 checked_patch /tmp/stg next_seesaw_stage_over_tiles.patch stg seesaw dense
 C="ds_h128_sq1_uniform ds_h128_sq1_ragged b128_h128_s8192 b128_sq2_h128_varlen_causal b32_h128_s4096 b1_h128_s65536" \
   BENCH_TIMEOUT=150 bench_trees . /tmp/stg
