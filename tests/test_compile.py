@@ -286,6 +286,21 @@ def test_narrow_phases_instruments_the_narrow_kernel(rows):
     _nvrtc_compile(src, "narrow_probe.cu")
 
 
+def test_narrow_phases_separates_a_boundarys_cost_from_the_tiles():
+    """tools/narrow_phases.py's fit of the CTAs' spans: spans made of a fixed part, a cost a
+    tile and a cost a segment boundary (plus noise) give those three back; CTAs whose
+    boundaries do not vary give no fit."""
+    import numpy as np
+    narrow_phases = _tool("narrow_phases")
+    rng = np.random.default_rng(7)
+    tiles = rng.integers(100, 140, 132)
+    segments = rng.integers(1, 4, 132)
+    spans = 9.0 + 2.33 * tiles + 15.0 * (segments - 1) + rng.normal(0, 0.2, 132)
+    fixed, per_tile, per_bound = narrow_phases.boundary_fit(spans, tiles, segments)
+    assert abs(fixed - 9.0) < 1.5 and abs(per_tile - 2.33) < 0.02 and abs(per_bound - 15.0) < 0.2
+    assert narrow_phases.boundary_fit(spans, tiles, np.ones(132)) is None
+
+
 def test_producer_ceiling_strips_the_wgmmas_and_still_compiles():
     """tools/producer_ceiling.py removes the wgmma issue helpers' bodies of the
     sparse ds_mla kernel: both helpers are found once and the result compiles."""

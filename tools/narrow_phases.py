@@ -68,6 +68,18 @@ def instrumented_source(name, consumers):
 PHASES = ["entry->prologue", "->Q", "->tile0", "->loop end", "->end"]
 
 
+def boundary_fit(spans, tiles, segments):
+    """Least squares of each CTA's span (entry to end, us) on its tiles and its segment
+    boundaries (segments - 1): (fixed us, us a tile, us a boundary), or None where the
+    CTAs' boundaries do not vary (the boundary's cost is then not separable)."""
+    spans, tiles, bounds = (np.asarray(x, dtype=np.float64) for x in (spans, tiles, np.asarray(segments) - 1))
+    if np.ptp(bounds) == 0 or np.ptp(tiles) == 0:
+        return None
+    design = np.stack([np.ones_like(tiles), tiles, bounds], axis=1)
+    (fixed, per_tile, per_bound), *_ = np.linalg.lstsq(design, spans, rcond=None)
+    return float(fixed), float(per_tile), float(per_bound)
+
+
 def report(name, p, a, loader):
     t0 = a[:, 0].min()
     a = a[a[:, 5] > 0]
@@ -99,6 +111,10 @@ def report(name, p, a, loader):
     print(f"   us a tile (Q landed to loop end over the CTA's tiles): median {np.median(per_tile):.3f} "
           f"[{np.percentile(per_tile, 5):.3f}, {np.percentile(per_tile, 95):.3f}]; CTA end times min {ends.min():.1f} "
           f"median {np.median(ends):.1f} max {ends.max():.1f} us")
+    fit = boundary_fit((a[:, 5] - a[:, 0]) / 1e3, tiles, segs)
+    if fit:
+        print(f"   span = {fit[0]:.1f} + {fit[1]:.3f} a tile + {fit[2]:.2f} a segment boundary (us, least squares "
+              f"over the CTAs)")
 
 
 def main():
