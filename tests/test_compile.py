@@ -286,6 +286,20 @@ def test_narrow_phases_instruments_the_narrow_kernel(rows):
     _nvrtc_compile(src, "narrow_probe.cu")
 
 
+def test_phase_probe_stamps_sum_the_kernels_of_a_case():
+    """phase_probe.Stamps, what install and install_seesaws return: fill clears every
+    kernel's stamps, read sums them (a call runs one kernel of the set)."""
+    import numpy as np
+    phase_probe = _tool("phase_probe")
+    one, other = np.zeros(4, np.uint64), np.zeros(4, np.uint64)
+    stamps = phase_probe.Stamps([one, other])
+    stamps.fill(7)
+    assert (one == 7).all() and (other == 7).all()
+    other[:] = 0
+    one[:] = [1, 2, 3, 4]
+    assert stamps.read().tolist() == [1, 2, 3, 4]
+
+
 def test_narrow_phases_separates_a_boundarys_cost_from_the_tiles():
     """tools/narrow_phases.py's fit of the CTAs' spans: spans made of a fixed part, a cost a
     tile and a cost a segment boundary (plus noise) give those three back; CTAs whose

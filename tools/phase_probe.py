@@ -152,9 +152,6 @@ START_STEPS = [
     ((0, 1, 2), 2, "    const CtaArgs ca = *cta_args;\n", "true", "set-up's barrier"),
     ((2,), 3, ("                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
                "            }\n",
-               # next_seesaw_lean_issue.patch: after its two issue paths
-               "                                                     layer_idx, box_page, mbar(tile, c0 + k));\n"
-               "            }\n",
                # after the multicast twin's two issue paths
                "                                                     layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
                "                }\n            }\n"), "tile == 0", "loader: tile 0's copies issued"),
@@ -197,7 +194,7 @@ def report_start(name, p, a):
 
 def install(name, src):
     """Compile an instrumented copy of variant ``name`` and put it in the compiler's memo,
-    so the dispatcher launches it; returns its stamps (g_prof) as a flat uint64 array."""
+    so the dispatcher launches it; returns its stamps (g_prof) as Stamps."""
     import cupy
     from mla_cupy import compiler
     from mla_cupy.variants import parse
@@ -206,12 +203,12 @@ def install(name, src):
     k = mod.get_function(name)
     k.max_dynamic_shared_size_bytes = compiler._dynamic_smem(parse(name))
     compiler._memo[(name, 0)] = k
-    return cupy.ndarray((CTA_SLOTS * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))
+    return Stamps([cupy.ndarray((CTA_SLOTS * SLOTS,), dtype=np.uint64, memptr=mod.get_global("g_prof"))])
 
 
 class Stamps:
-    """The stamps of several instrumented kernels (NAMES), one g_prof each: a call runs one
-    of them, so their sum is its stamps."""
+    """The stamps of one or more instrumented kernels (flat uint64 arrays, one g_prof each):
+    a call runs one of them, so their sum is its stamps."""
 
     def __init__(self, arrays):
         self.arrays = list(arrays)
@@ -228,7 +225,7 @@ class Stamps:
 def install_seesaws(instrument):
     """Each kernel of NAMES compiled from ``instrument(name)`` (its instrumented source) and
     put in the compiler's memo; their stamps as one Stamps."""
-    return Stamps(install(name, instrument(name)) for name in NAMES)
+    return Stamps(a for name in NAMES for a in install(name, instrument(name)).arrays)
 
 
 def stamped_calls(cases, prof, warm="none"):
@@ -236,7 +233,6 @@ def stamped_calls(cases, prof, warm="none"):
     flushed before each, unless warm is "all"; with warm "data", Q and the metadata read back
     after the flush, so only the kernel's code is cold); yields (case, P, the last call's
     stamps of the CTAs that ran: an int64 array [CTAs, SLOTS])."""
-    import cupy
     if "tools" not in sys.path:
         sys.path.insert(0, "tools")
     from mla_cupy import bench
@@ -259,7 +255,7 @@ def stamped_calls(cases, prof, warm="none"):
                     x.ravel()[::16].sum()   # (one item in 16: every 128-byte line read)
             f()
             t.sync()
-        a = (prof.read() if isinstance(prof, Stamps) else cupy.asnumpy(prof)).reshape(CTA_SLOTS, SLOTS).astype(np.int64)
+        a = prof.read().reshape(CTA_SLOTS, SLOTS).astype(np.int64)
         yield name, p, a[a[:, 0] > 0]
 
 
