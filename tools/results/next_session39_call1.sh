@@ -13,9 +13,6 @@ set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
 begin_call
-# owed since session 37's call 1: the forced-portable GPU files (session 38 ran none)
-portable dense sparse fp8
-say "portable files"
 # session 38's last GPU tests (written after its device budget): graph replay with a shrunk
 # batch and a step's DecodeSchedule on the `_multicast` twin, on HEAD first
 PYTHONPATH=.:tests timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \

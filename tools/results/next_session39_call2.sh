@@ -13,6 +13,9 @@ set -u
 export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 . tools/results/device_steps.sh
 begin_call
+# owed since session 37's call 1: the forced-portable GPU files (session 38 ran none; ~215 s)
+PORTABLE_TIMEOUT=260 portable dense sparse fp8
+say "portable files"
 patched /tmp/cut1 next_segment_cut_1.patch
 (cd /tmp/cut1 && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_cut1.txt 2>&1)
 say "warm cut1: $(head -1 /tmp/warm_cut1.txt)"
