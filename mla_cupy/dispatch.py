@@ -27,7 +27,7 @@ from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_par
                           sm_count_of_current_device)
 from .schedule import MAX_PARTITIONS, pair_grid_z, row_tiling
 from .records import D_V, output_dtype_name
-from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend
+from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend, segments_supports
 
 LOG2E = 1.4426950408889634
 
@@ -253,14 +253,17 @@ def _build_plan(
         key = _fitting_key(device_id, row_tiling(q_max_seq_len, num_heads, per_token=per_token,
                                                  batch_invariant=batch_invariant).tile_rows, **axes)
     tiling = row_tiling(q_max_seq_len, num_heads, per_token=per_token, tile_rows=key.tile_rows)
-    cfg = launch_config(key)
     mode = launch_mode()
     segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
-                            host_batch)
+                            host_batch, num_heads)
+    if segments and key.schedule is Schedule.SEESAW:
+        key = dataclasses.replace(key, multicast=True, segments=True)
     if takes_evict_first(key, segments, host_batch, kv_collection.max_cache_length + q_max_seq_len):
         key = dataclasses.replace(key, evict_first=True)
-    if takes_multicast(key, num_heads, num_partitions, kv_collection.max_cache_length + q_max_seq_len):
+    if not key.segments and takes_multicast(key, num_heads, num_partitions,
+                                            kv_collection.max_cache_length + q_max_seq_len):
         key = dataclasses.replace(key, multicast=True)
+    cfg = launch_config(key)   # (the twins': the `_segments` twin's walks)
     budget = balanced_splits(key, mask, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
                              segments, host_batch, tiling.grid_x, num_partitions)
     grid_splits = num_partitions
@@ -281,7 +284,7 @@ def _build_plan(
             # of every row.  Then the per-token seg_info (int32[T, 4]) in the lse
             # workspace's tail, from a 16-byte boundary: the kernels store int4 records
             # (an odd grid_splits x T x H faulted, misaligned address: session 17)
-            part_rows = ((segments + host_batch - 1) * key.tile_rows if segments
+            part_rows = ((segments + host_batch - 1) * segment_rows(key) if segments
                          else grid_splits * num_tokens * num_heads)
             part_rows = -(-part_rows // 4) * 4
             rows = part_rows + 4 * num_tokens
@@ -297,7 +300,7 @@ def _build_plan(
             seg_info = work["lse_part"] + 4 * part_rows
         decode_launch = KernelLaunch(
             abi.DECODE, decode, decode.kernel.ptr,
-            (1, segments, 1) if segments else (tiling.grid_x, grid_splits, decode_grid_z(key, tiling, grid_splits,
+            (segment_grid_x(key), segments, 1) if segments else (tiling.grid_x, grid_splits, decode_grid_z(key, tiling, grid_splits,
                                                                                     host_batch)),
             (cfg.num_threads,), cfg.smem_bytes,
             decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
@@ -312,7 +315,7 @@ def _build_plan(
                 abi.COMBINE, combine, combine.kernel.ptr, shape.grid, shape.block,
                 0, combine_launch_args(given, work, num_heads=num_heads, num_tokens=num_tokens,
                                        num_partitions=grid_splits, seg_info=seg_info,
-                                       segment_rows=key.tile_rows if segments
+                                       segment_rows=segment_rows(key) if segments
                                        else num_tokens * num_heads if budget else 0), mode,
                 programmatic=arch_number(compiler.device_arch(device_id)) >= 90)
 
@@ -555,27 +558,44 @@ def schedule_records(key: DecodeKey, segments: int, grid) -> int:
 
 
 def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, batch_invariant: bool,
-                 split_len: int, host_batch: int) -> int:
+                 split_len: int, host_batch: int, num_heads: int) -> int:
     """The shares of segment mode (docs/spec.md section 7), 0 for splits: the narrow
     kernel over a 16-bit cache, or the ring's over a dense 16-bit cache without a
     window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
-    one too), a sequence's rows in one tile, and a split the dispatcher was free to
-    choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
-    batch_invariant: a share depends on the whole batch).  One CTA an SM (the
-    kernels' shared memory), one share a CTA.  MLA_CUPY_SPLIT=partitions keeps the
-    splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5 to -6%,
+    one too), a sequence's rows in one tile; or the seesaw's `_segments` twin
+    (variants.segments_supports: D_QK 576, null or causal mask) for batches of two or
+    more (segments: one too) where a sequence's rows fill its pair of row tiles (one
+    token of a multiple of 128 heads), one cluster of two CTAs a share; and a split
+    the dispatcher was free to choose (a ScalarArgs that chose num_partitions, no
+    num_partitions_in, not batch_invariant: a share depends on the whole batch).  One
+    CTA an SM (the kernels' shared memory), one share a CTA (a cluster for the
+    twin).  MLA_CUPY_SPLIT=partitions keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5 to -6%,
     b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session 33.)"""
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
+    twin = (key.schedule is Schedule.SEESAW and num_heads % (2 * key.tile_rows) == 0
+            and segments_supports(dataclasses.replace(key, multicast=True))
+            and tiling.grid_x == 2 and tiling.group_rows == 2 * key.tile_rows)
     takes_segments = key.schedule is Schedule.NARROW or (
-        key.backend is Backend.HOPPER and key.schedule is Schedule.RING and ring_segments(key)
+        key.backend is Backend.HOPPER and (twin or (key.schedule is Schedule.RING and ring_segments(key)))
         and (choice == "segments" or host_batch >= 2))
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
-            or tiling.grid_x != 1 or split_len or num_partitions_in is not None or batch_invariant
+            or tiling.grid_x != (2 if twin else 1) or split_len or num_partitions_in is not None or batch_invariant
             or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
         return 0
-    return sm_count_of_current_device()
+    return sm_count_of_current_device() // segment_grid_x(dataclasses.replace(key, segments=twin, multicast=twin))
+
+
+def segment_grid_x(key: DecodeKey) -> int:
+    """Segment mode's CTAs a share: the `_segments` twin's cluster of two, else one."""
+    return 2 if key.segments else 1
+
+
+def segment_rows(key: DecodeKey) -> int:
+    """Rows of a segment's partial: the decode's tile, or both row tiles of the
+    `_segments` twin's cluster."""
+    return segment_grid_x(key) * key.tile_rows
 
 
 SPLIT_CHOICES = ("auto", "partitions", "segments")

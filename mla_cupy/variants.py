@@ -11,7 +11,8 @@ tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` /
 ``_narrow`` / ``_pair`` (its other schedules), ``_evict_first`` (the narrow
 kernel's keys loaded under L2's evict_first hint, for short streams), ``_multicast``
 (the seesaw's two row tiles of a token as a cluster of two CTAs, each key box read
-from L2 once and multicast into both).  Combine names read ``mla_combine_{out dtype}``; the GPU
+from L2 once and multicast into both), ``_segments`` (that twin persistent: a cluster
+a share of the batch's key tiles, segment mode).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -99,6 +100,10 @@ class DecodeKey:
     # picks it where every cluster's two tiles hold one token's rows and a split holds at
     # least compiler.MULTICAST_MIN_SPLIT_TILES tiles (compiler.takes_multicast).
     multicast: bool = False
+    # The `_multicast` twin made persistent (segments_supports): a cluster a share of the
+    # batch's 64-key tiles (segment mode, docs/spec.md section 7), its segments back to
+    # back; the dispatcher picks it where segment mode applies (dispatch.segment_ctas).
+    segments: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -109,6 +114,7 @@ class DecodeKey:
         object.__setattr__(self, "fold", bool(self.fold))
         object.__setattr__(self, "evict_first", bool(self.evict_first))
         object.__setattr__(self, "multicast", bool(self.multicast))
+        object.__setattr__(self, "segments", bool(self.segments))
         check(self)
 
     @property
@@ -129,6 +135,8 @@ class DecodeKey:
             n += "_evict_first"
         if self.multicast:
             n += "_multicast"
+        if self.segments:
+            n += "_segments"
         return n
 
     @property
@@ -269,6 +277,9 @@ def check(key: DecodeKey) -> None:
     if key.multicast and not multicast_supports(key):
         raise ValueError(f"multicast: the seesaw schedule's TMA copies of dense bf16/fp16 caches are multicast, "
                          f"got {key.backend.value} {key.schedule.value} {key.layout.value} {key.sparsity.value}")
+    if key.segments and not segments_supports(key):
+        raise ValueError(f"segments: the seesaw's `_multicast` twin has segment mode at D_QK {D_QK} with the null or "
+                         f"causal mask, got multicast={key.multicast} d_qk={key.d_qk} mask {key.mask.value}")
 
 
 BACKENDS = ("auto", "portable", "hopper")
@@ -325,6 +336,14 @@ def multicast_supports(key: DecodeKey) -> bool:
     return key.schedule is Schedule.SEESAW and seesaw_supports(key)
 
 
+def segments_supports(key: DecodeKey) -> bool:
+    """Which Hopper variants have a ``_segments`` twin (persistent, segment mode): the
+    seesaw's ``_multicast`` twin at D_QK 576 (its epilogue staged over the tile buffers,
+    so the next segment's Q loads under it) with the null or causal mask."""
+    return (key.multicast and multicast_supports(key) and key.d_qk == D_QK
+            and key.mask in (Mask.NULL, Mask.CAUSAL))
+
+
 def pair_supports(key: DecodeKey) -> bool:
     """Which Hopper variants the pair schedule implements: sparse fp8_ds_mla records
     with bf16 queries, one token a row group (unfolded)."""
@@ -334,7 +353,7 @@ def pair_supports(key: DecodeKey) -> bool:
 
 _DECODE_RE = re.compile(
     r"mla_decode_(?P<layout>{l})_(?P<mask>{m})_(?P<sparsity>{s})_fold(?P<fold>[01])"
-    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?(?P<evict_first>_evict_first)?(?P<multicast>_multicast)?".format(
+    r"(?:_qk(?P<d_qk>512))?(?P<qfp8>_qfp8)?(?:_m(?P<tile>\d+))?(?P<hopper>_hopper)?(?:_(?P<schedule>seesaw|narrow|pair))?(?P<evict_first>_evict_first)?(?P<multicast>_multicast)?(?P<segments>_segments)?".format(
         l="|".join(sorted((x.value for x in Layout), key=len, reverse=True)),
         m="|".join(x.value for x in Mask),
         s="|".join(x.value for x in Sparsity)))
@@ -352,7 +371,8 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
                         q_fp8=bool(m["qfp8"]), tile_rows=int(m["tile"] or TILE_ROWS[0]),
                         backend=Backend.HOPPER if m["hopper"] else Backend.PORTABLE,
                         schedule=Schedule(m["schedule"] or Schedule.RING.value),
-                        evict_first=bool(m["evict_first"]), multicast=bool(m["multicast"]))
+                        evict_first=bool(m["evict_first"]), multicast=bool(m["multicast"]),
+                        segments=bool(m["segments"]))
         if key.name != name:  # e.g. an explicit default suffix such as _m64
             raise ValueError(f"variant {name!r} is not canonical; did you mean {key.name!r}?")
         return key
@@ -370,12 +390,12 @@ def parse(name: str) -> DecodeKey | CombineKey | QuantizeKey | CheckKey:
 def all_variants() -> list[DecodeKey | CombineKey | QuantizeKey]:
     """Every valid key in a stable order (decode, combine, quantise kernels, then the input check)."""
     keys: list = []
-    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows, evict_first, multicast in itertools.product(
-            Backend, Schedule, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True), TILE_ROWS,
-            (False, True), (False, True)):
+    for backend, schedule, layout, mask, sparsity, fold, d_qk, q_fp8, rows, evict_first, multicast, segments in \
+            itertools.product(Backend, Schedule, Layout, Mask, Sparsity, (False, True), (D_QK, D_V), (False, True),
+                              TILE_ROWS, (False, True), (False, True), (False, True)):
         try:
             key = DecodeKey(layout, mask, sparsity, fold, d_qk, q_fp8, rows, backend, schedule, evict_first,
-                            multicast)
+                            multicast, segments)
         except ValueError:
             continue
         keys.append(key)

@@ -77,10 +77,12 @@ def test_calls_without_records_leave_the_schedule_unwritten(launches):
     assert schedule_slots(launches[-2])[1] == decode_schedule.WRITE
 
 
-@pytest.mark.parametrize("heads,suffix", [(64, "_hopper"), (96, "_hopper_seesaw"), (128, "_hopper_seesaw_multicast")])
+@pytest.mark.parametrize("heads,suffix", [(64, "_hopper"), (96, "_hopper_seesaw"),
+                                          (128, "_hopper_seesaw_multicast_segments")])
 def test_ring_and_seesaw_keep_a_record_a_cta(launches, monkeypatch, heads, suffix):
     """The dense ring and seesaw kernels keep each CTA's split and sequence (cta_work):
-    one record a CTA of the whole grid.  (The twin's floor of tiles a split lowered: the
+    one record a CTA of the whole grid; the seesaw's `_segments` twin (h 128 at s_q 1)
+    one a share (a cluster's walk).  (The twin's floor of tiles a split lowered: the
     call's cache is short.)"""
     from mla_cupy import compiler
     monkeypatch.setattr(compiler, "MULTICAST_MIN_SPLIT_TILES", 1)
@@ -91,7 +93,8 @@ def test_ring_and_seesaw_keep_a_record_a_cta(launches, monkeypatch, heads, suffi
     assert all(d.kernel_name.endswith(suffix) for d in decodes), [d.kernel_name for d in decodes]
     grid = decodes[0].grid
     assert [schedule_slots(d)[1] for d in decodes] == [decode_schedule.WRITE, decode_schedule.READ]
-    assert s._capacity == grid[0] * grid[1] * grid[2] * decode_schedule.RECORD_BYTES
+    records = grid[1] if suffix.endswith("_segments") else grid[0] * grid[1] * grid[2]
+    assert s._capacity == records * decode_schedule.RECORD_BYTES
 
 
 @pytest.mark.parametrize("other", ["cache_lengths", "input_row_offsets", "page_size", "grid"])

@@ -55,7 +55,7 @@ def test_cases_are_hostile():
     rows = np.concatenate([c.blocks.reshape(-1, c.blocks.shape[-1])[:, 0].astype(np.float32) for c in dense16])
     assert np.isnan(rows).any() and np.isposinf(rows).any() and np.isneginf(rows).any()
     cases = memcheck_cases(np.random.default_rng(2026))
-    assert len(cases) == 17
+    assert len(cases) == 18
     # the Hopper kernels memcheck must reach on sm_90: the sparse producer ring at 128 heads
     # (fp8_ds_mla) and with fp8 rows, the dense producer ring (fp8_ds_mla, fp8), the
     # seesaw (128 heads, bf16) and the narrow kernel (16 heads, one token a sequence)

@@ -278,10 +278,16 @@ def test_variant_lists():
     decode = [k for k in ALL if isinstance(k, DecodeKey)]
     # dense bf16/fp16: 2 layouts x 3 masks x 2 d_qk x (3 portable tile shapes + the ring, the
     # seesaw with its _multicast twin and the narrow kernel's two tiles, each narrow one with
-    # its _evict_first twin)
+    # its _evict_first twin), and the _segments twins of the _multicast ones at D_qk 576 with
+    # the null and causal masks
     dense16 = [k for k in decode if k.sparsity is Sparsity.DENSE
                and k.layout in (Layout.BF16, Layout.FP16)]
-    assert len(dense16) == 2 * 3 * 2 * (3 + 1 + 2 + 2 * 2)
+    assert len(dense16) == 2 * 3 * 2 * (3 + 1 + 2 + 2 * 2) + 2 * 2
+    persistent = [k for k in dense16 if k.segments]
+    assert len(persistent) == 2 * 2 and all(k.name.endswith("_hopper_seesaw_multicast_segments") and k.d_qk == 576
+                                            and k.mask.value in ("null", "causal") for k in persistent)
+    assert not any(k.segments for k in decode if k not in dense16)
+    dense16 = [k for k in dense16 if not k.segments]
     twins = [k for k in dense16 if k.evict_first]
     assert len(twins) == 2 * 3 * 2 * 2 and all(k.name.endswith("_hopper_narrow_evict_first") for k in twins)
     assert {dataclasses.replace(k, evict_first=False) for k in twins} == {
@@ -290,7 +296,7 @@ def test_variant_lists():
     assert len(clustered) == 2 * 3 * 2 and all(k.name.endswith("_hopper_seesaw_multicast") for k in clustered)
     assert {dataclasses.replace(k, multicast=False) for k in clustered} == {
         k for k in dense16 if k.schedule.value == "seesaw" and not k.multicast}
-    assert not any(k.multicast for k in decode if k not in dense16)
+    assert not any(k.multicast for k in decode if k not in dense16 and k not in persistent)
     # sparse bf16/fp16: 2 layouts x 2 masks x 2 folds x 2 d_qk x (3 portable + the hopper one)
     sparse16 = [k for k in decode if k.sparsity is Sparsity.SPARSE
                 and k.layout in (Layout.BF16, Layout.FP16)]
@@ -305,7 +311,7 @@ def test_variant_lists():
         if k.tile_rows == 64 and k.backend.value == "portable"}
     # the seesaw schedule: a second Hopper kernel of each dense bf16/fp16 variant, and its
     # `_multicast` twin
-    assert {k.name for k in decode if k.schedule.value == "seesaw"} == {
+    assert {k.name for k in decode if k.schedule.value == "seesaw" and not k.segments} == {
         k.name + "_hopper_seesaw" + twin for k in dense16 if k.tile_rows == 64 and k.backend.value == "portable"
         for twin in ("", "_multicast")}
     # the narrow schedule: a third, with 16- and 32-row tiles, also over the byte records (dense or sparse)

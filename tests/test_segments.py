@@ -4,6 +4,7 @@ and the combine reads each sequence's partials from seg_info.  Keep the model in
 step with the kernel's arithmetic when it changes; the GPU tests
 (test_gpu_dense.py::test_segment_mode*) check the kernel itself against the
 reference."""
+import dataclasses
 import pathlib
 import re
 
@@ -203,6 +204,8 @@ def test_near_even_batches_cover_every_tile_once(seed):
 from mla_cupy import PagedKVCollection, ScalarArgs, abi, generic_flare_mla_decode_kv_cache_ragged  # noqa: E402
 from mla_cupy.testing import FakeCudaArray as F  # noqa: E402
 from mla_cupy.testing import stub_device  # noqa: E402
+from mla_cupy.render import launch_config  # noqa: E402
+from mla_cupy.variants import parse  # noqa: E402
 
 B, T = 3, 3
 
@@ -278,7 +281,7 @@ def test_the_seesaw_takes_its_multicast_twin_where_tokens_fill_tile_pairs(monkey
         monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", schedule)
     else:
         monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    decode, _ = _launch(num_heads, max_cache_length=1 << 16)
+    decode, _ = _launch(num_heads, chosen=False, max_cache_length=1 << 16)   # (chosen: segment mode)
     assert decode.kernel_name.endswith("_multicast") == twin, decode.kernel_name
     if twin:
         plain = decode.kernel_name.removesuffix("_multicast")
@@ -295,10 +298,41 @@ def test_short_splits_keep_the_plain_seesaw(monkeypatch, max_cache_length, twin)
     otherwise the same."""
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    decode, _ = _launch(128, max_cache_length=max_cache_length)
+    decode, _ = _launch(128, chosen=False, max_cache_length=max_cache_length)
     assert decode.kernel_name.endswith("_hopper_seesaw" + ("_multicast" if twin else "")), decode.kernel_name
-    plain, _ = _launch(128, max_cache_length=200)
+    plain, _ = _launch(128, chosen=False, max_cache_length=200)
     assert decode.grid == plain.grid, (decode.grid, plain.grid)
+
+
+def test_the_multicast_twin_takes_segment_mode_where_the_split_is_its_to_choose(monkeypatch):
+    """dispatch.segment_ctas: h 128 at s_q 1 (a sequence's rows fill a cluster's two row
+    tiles), D_QK 576, the null or causal mask and a split the dispatcher chose run the
+    `_segments` twin: grid (2, SMs / 2, 1), one cluster a share; partials of 128 rows
+    (seg_info after (shares + B - 1) of them), the combine told so; its shared memory
+    the launch_config of the twin (the walks).  The host's P, a window or D_QK 512 keep
+    the splits."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    decode, combine = _launch(128)
+    assert decode.kernel_name.endswith("_hopper_seesaw_multicast_segments") and decode.grid == (2, 66, 1), \
+        (decode.kernel_name, decode.grid)
+    key = parse(decode.kernel_name)
+    assert decode.smem == launch_config(key).smem_bytes > launch_config(
+        dataclasses.replace(key, segments=False)).smem_bytes
+    slot = decode.slots
+    assert slot[abi.DECODE.slot("segment_ctas")] == 66 and slot[abi.DECODE.slot("host_batch")] == B
+    lse_part = slot[abi.DECODE.slot("lse_part")]
+    assert slot[abi.DECODE.slot("seg_info")] == lse_part + 4 * (66 + B - 1) * 128
+    assert combine.slots[abi.COMBINE.slot("segment_rows")] == 128
+    null, _ = _launch(128, mask_str="null")
+    assert null.kernel_name.endswith("_null_dense_fold0_hopper_seesaw_multicast_segments"), null.kernel_name
+    split, _ = _launch(128, chosen=False, max_cache_length=1 << 16)
+    assert split.kernel_name.endswith("_hopper_seesaw_multicast") and split.grid == (2, 2, B), split.kernel_name
+    window, _ = _launch(128, mask_str="sliding_window_causal", local_window_size=100)
+    assert "_segments" not in window.kernel_name, window.kernel_name
+    monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
+    parts, _ = _launch(128)
+    assert "_segments" not in parts.kernel_name, parts.kernel_name
 
 
 def test_the_portable_backend_never_takes_the_multicast_twin(monkeypatch):
@@ -373,10 +407,10 @@ def test_the_seesaw_takes_balanced_splits_when_the_split_is_its(monkeypatch, num
     from mla_cupy.render import combine_shape
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    heads = 128
+    heads = 96   # (h 128 at s_q 1: the `_segments` twin's segment mode)
     decode, combine = _launch(heads, num_partitions=num_partitions, max_cache_length=1 << 16)
     grid_y = BALANCED_GRID_FACTOR * num_partitions
-    assert decode.kernel_name.endswith("_hopper_seesaw_multicast") and decode.grid[1:] == (grid_y, B)
+    assert decode.kernel_name.endswith("_hopper_seesaw") and decode.grid[1:] == (grid_y, B)
     slot = decode.slots
     # (an int parameter's slot holds its 32 bits)
     assert slot[abi.DECODE.slot("split_len")] == (-B * num_partitions) & 0xffffffff
