@@ -757,7 +757,7 @@ def grid_for_sms(sms: int | None):
 def assert_schedule_ran(plans, suffix: str, describe: str = "") -> bool:
     """The plans a test's calls built ran the kernels of the Hopper schedule whose
     variant names end in ``suffix`` (a schedule forced by MLA_CUPY_HOPPER_SCHEDULE,
-    or the one auto picks; a variant's ``_evict_first`` or ``_multicast`` twin counts as its
+    or the one auto picks; a variant's ``_evict_first``, ``_multicast`` or ``_segments`` twin counts as its
     schedule),
     or, where MLA_CUPY_BACKEND=portable forces the portable family, portable kernels
     only: a schedule never overrides the backend.  Returns whether the Hopper kernels ran."""
@@ -767,7 +767,8 @@ def assert_schedule_ran(plans, suffix: str, describe: str = "") -> bool:
     if resolve_backend() == "portable":
         assert not any("_hopper" in v for v in names), (names, describe)
         return False
-    assert all(v.removesuffix("_multicast").removesuffix("_evict_first").endswith(suffix) for v in names), \
+    assert all(v.removesuffix("_segments").removesuffix("_multicast").removesuffix("_evict_first").endswith(suffix)
+               for v in names), \
         (names, describe)
     return True
 

@@ -20,12 +20,12 @@ memcheck_sparse seg
 grep -E "FAIL|case 17" /tmp/memcheck_seg.log | head -8 >> "$L"
 C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096"
 for r in 1 2; do
-  echo "== auto ($r)" >> "$L"; BENCH_TIMEOUT=100 bench
-  echo "== partitions ($r)" >> "$L"; MLA_CUPY_SPLIT=partitions BENCH_TIMEOUT=100 bench
+  echo "== auto ($r)" >> "$L"; PYTHONPATH=. BENCH_TIMEOUT=100 bench
+  echo "== partitions ($r)" >> "$L"; PYTHONPATH=. MLA_CUPY_SPLIT=partitions BENCH_TIMEOUT=100 bench
   say "round $r"
 done
 echo "== b1 segments / auto" >> "$L"
-C="b1_h128_s65536" MLA_CUPY_SPLIT=segments BENCH_TIMEOUT=60 bench
-C="b1_h128_s65536" BENCH_TIMEOUT=60 bench
+PYTHONPATH=. C="b1_h128_s65536" MLA_CUPY_SPLIT=segments BENCH_TIMEOUT=60 bench
+PYTHONPATH=. C="b1_h128_s65536" BENCH_TIMEOUT=60 bench
 say "done"
 cat "$L"
