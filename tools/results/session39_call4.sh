@@ -15,6 +15,7 @@ export PYTHONUNBUFFERED=1 HYPOTHESIS_PROFILE=gpu
 begin_call
 rm -rf /tmp/before && cp -r . /tmp/before && (cd /tmp/before && git apply -R tools/results/2026-12-04j_segments_boundary_step.patch) || say "revert failed"
 patched /tmp/start6 next_seesaw_segments_start6.patch
+patched /tmp/nosegs next_seesaw_segments_opt_in.patch
 K="mla_decode_bf16_causal_dense_fold0_hopper_seesaw_multicast_segments mla_decode_bf16_null_dense_fold0_hopper_seesaw_multicast_segments" \
   warm_kernels /tmp/before /tmp/start6
 PYTHONPATH=.:tests timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider --maxfail=3 tests/test_gpu_dense.py \
@@ -27,7 +28,7 @@ for r in 1 2; do
   echo "== auto ($r)" >> "$L"; PYTHONPATH=. BENCH_TIMEOUT=100 bench
   echo "== before ($r)" >> "$L"; (cd /tmp/before && PYTHONPATH=. BENCH_TIMEOUT=100 bench)
   echo "== start6 ($r)" >> "$L"; (cd /tmp/start6 && PYTHONPATH=. BENCH_TIMEOUT=100 bench)
-  echo "== partitions ($r)" >> "$L"; PYTHONPATH=. MLA_CUPY_SPLIT=partitions BENCH_TIMEOUT=100 bench
+  echo "== nosegs ($r)" >> "$L"; (cd /tmp/nosegs && PYTHONPATH=. BENCH_TIMEOUT=100 bench)
   say "round $r"
 done
 cat "$L"
