@@ -407,9 +407,11 @@ def test_balanced_splits(compiled_kernels, rng, monkeypatch, mask):
         plans = list(dispatch._eager_plans.values())
         assert plans, case.describe()
         if any("_hopper" in p.variant for p in plans):    # (portable: the splits)
-            # the seesaw balanced where the host's grid is one wave; the ring in segment mode
+            # the seesaw balanced where the host's grid is one wave; the ring in segment mode, and
+            # the seesaw's `_segments` twin (h 128 at s_q 1)
             sms = dispatch.sm_count_of_current_device()
             assert all((p.variant.endswith("_hopper") and p.grid == (1, sms, 1))
+                       or (p.variant.endswith("_hopper_seesaw_multicast_segments") and p.grid == (2, sms // 2, 1))
                        or (p.variant.removesuffix("_multicast").endswith("_hopper_seesaw")
                            and p.grid[1] == p.num_partitions * (
                            dispatch.BALANCED_GRID_FACTOR if p.grid[0] * p.num_partitions * p.grid[2] <= sms else 1))
