@@ -562,10 +562,11 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     """The shares of segment mode (docs/spec.md section 7), 0 for splits: the narrow
     kernel over a 16-bit cache, or the ring's over a dense 16-bit cache without a
     window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
-    one too), a sequence's rows in one tile; or the seesaw's `_segments` twin
-    (variants.segments_supports: D_QK 576, null or causal mask) for batches of two or
-    more (segments: one too) where a sequence's rows fill its pair of row tiles (one
-    token of a multiple of 128 heads), one cluster of two CTAs a share; and a split
+    one too), a sequence's rows in one tile; or, under MLA_CUPY_SPLIT=segments only
+    (until its last protocol fix has run on a GPU: tools/results/NOTES.md session 39), the
+    seesaw's `_segments` twin (variants.segments_supports: D_QK 576, null or causal mask)
+    where a sequence's rows fill its pair of row tiles (one token of a multiple of 128
+    heads), one cluster of two CTAs a share; and a split
     the dispatcher was free to choose (a ScalarArgs that chose num_partitions, no
     num_partitions_in, not batch_invariant: a share depends on the whole batch).  One
     CTA an SM (the kernels' shared memory), one share a CTA (a cluster for the
@@ -579,7 +580,7 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
             and tiling.grid_x == 2 and tiling.group_rows == 2 * key.tile_rows)
     takes_segments = key.schedule is Schedule.NARROW or (
         key.backend is Backend.HOPPER and (twin or (key.schedule is Schedule.RING and ring_segments(key)))
-        and (choice == "segments" or host_batch >= 2))
+        and (choice == "segments" or (host_batch >= 2 and not twin)))
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
             or tiling.grid_x != (2 if twin else 1) or split_len or num_partitions_in is not None or batch_invariant
             or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):

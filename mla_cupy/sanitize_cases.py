@@ -33,7 +33,8 @@ def memcheck_cases(rng: np.random.Generator) -> list[Case]:
     sliding window, qfp8, and cases that run the Hopper kernels on sm_90: dense and
     sparse fp8 / fp8_ds_mla (the producer warpgroup), 128 heads (the dense 16-bit seesaw),
     16 heads at s_q 1 (the narrow kernel, its window's unaligned first tile), 128 heads at
-    s_q 1 (the seesaw's `_segments` twin where the dispatcher chooses the split))."""
+    s_q 1 (the seesaw's `_segments` twin where the dispatcher chooses the split under
+    MLA_CUPY_SPLIT=segments, as tools/memcheck_sparse.py runs it))."""
     cases = []
     for fold in (False, True):
         for extra in (0, 7, 65):
@@ -67,8 +68,8 @@ def memcheck_cases(rng: np.random.Generator) -> list[Case]:
                            d_qk=512, dtype=np.float16, mask="causal"))
     cases.append(make_case(rng, seq_lens=[1, 1, 0, 1], cache_lens=[700, 33, 5, 2000], num_heads=16, page_size=64,
                            mask="sliding_window_causal", window=100, sink="random"))
-    # 128 heads at s_q 1, the split the dispatcher's: the seesaw's `_segments` twin (one
-    # cluster a share; on two SMs one share runs every segment)
+    # 128 heads at s_q 1, the split the dispatcher's under MLA_CUPY_SPLIT=segments: the
+    # seesaw's `_segments` twin (one cluster a share; on two SMs one share runs every segment)
     cases.append(make_case(rng, seq_lens=[1, 1, 0, 1, 1], cache_lens=[700, 33, 5, 2000, 64], num_heads=128,
                            page_size=16, mask="causal", sink="random"))
     return cases

@@ -77,15 +77,20 @@ def test_calls_without_records_leave_the_schedule_unwritten(launches):
     assert schedule_slots(launches[-2])[1] == decode_schedule.WRITE
 
 
-@pytest.mark.parametrize("heads,suffix", [(64, "_hopper"), (96, "_hopper_seesaw"),
-                                          (128, "_hopper_seesaw_multicast_segments")])
-def test_ring_and_seesaw_keep_a_record_a_cta(launches, monkeypatch, heads, suffix):
+@pytest.mark.parametrize("heads,split,suffix", [
+    (64, None, "_hopper"), (96, None, "_hopper_seesaw"), (128, None, "_hopper_seesaw_multicast"),
+    (128, "segments", "_hopper_seesaw_multicast_segments")])
+def test_ring_and_seesaw_keep_a_record_a_cta(launches, monkeypatch, heads, split, suffix):
     """The dense ring and seesaw kernels keep each CTA's split and sequence (cta_work):
-    one record a CTA of the whole grid; the seesaw's `_segments` twin (h 128 at s_q 1)
-    one a share (a cluster's walk).  (The twin's floor of tiles a split lowered: the
+    one record a CTA of the whole grid; the seesaw's `_segments` twin (h 128 at s_q 1,
+    MLA_CUPY_SPLIT=segments) one a share (a cluster's walk).  (The twin's floor of tiles a split lowered: the
     call's cache is short.)"""
     from mla_cupy import compiler
     monkeypatch.setattr(compiler, "MULTICAST_MIN_SPLIT_TILES", 1)
+    if split:
+        monkeypatch.setenv("MLA_CUPY_SPLIT", split)
+    else:
+        monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     s, args = DecodeSchedule(), call_args(heads)
     for _ in range(2):
         generic_flare_mla_decode_kv_cache_ragged(**args, schedule=s)

@@ -418,53 +418,68 @@ def test_the_model_catches_a_multicast_loader_that_does_not_arm():
     assert run(6, 2, multicast_cluster(loaders=loaders)).startswith("deadlock")
 
 
-# ---- the persistent twin's hand-overs, as planned in session 38 (NOTES.md; no kernel yet) ----
+# ---- the `_segments` twin's hand-overs (mla_decode_seesaw.cu.j2, segment mode) ----
 # A CTA (or a cluster) runs a share's segments back to back.  Tiles are numbered across the
-# share, so a segment may start on either buffer and the loading warps run on across
-# segments unchanged.  The epilogue stages over the two tile buffers, so a segment's last
-# (at most two) tiles are released only after the staging has been read out: the loaders'
-# empty waits then order the next segment's first copies after the epilogue.  The next
-# segment's Q goes into Q's region (untouched by the staging) after the epilogue's barriers,
-# and both math warpgroups meet on the Q barrier before their first S.
+# share and each segment starts on an even tile: one of an odd count ends on a phantom tile
+# b, whose loading warps wait for its buffer and complete its phases with no bytes (an
+# arrival, as a landed copy), and warpgroup 1 (the only one that waits on b's buffer) waits
+# for those phases before either warpgroup frees the buffer: a parity wait one phase ahead
+# of an unfinished one would pass at once, one two phases behind would wait on the wrong one.  The epilogue stages over the two tile buffers, so a
+# segment's last pair (the phantom included) is released only after the staging has been
+# read out: the loaders' empty waits then order the next segment's first copies after the
+# epilogue.  The next segment's Q goes into Q's region (untouched by the staging) under the
+# epilogue, and both math warpgroups meet on the Q barrier before their first S.
 
-def twin_segments_math(wg, seg_tiles, stages=2, defer=2):
+def _padded(n):
+    """A segment's tile numbers: its count rounded up to even (the phantom)."""
+    return n + (n & 1)
+
+
+def twin_segments_math(wg, seg_tiles, stages=2, phantom_wait=True):
     """Math warpgroup ``wg`` (0: tiles a and the L halves; 1: tiles b, R halves) over the
-    segments; ``defer``: how many of a segment's last tiles keep their release for after
-    the epilogue (2: every tile whose buffer the staging covers)."""
+    segments: the pairs with the last one's releases kept, then the epilogue, then those
+    releases (the phantom's too)."""
     half = L if wg == 0 else R
     base = 0
     for n in seg_tiles:
+        last = _padded(n) - 2                              # the last pair's tile a
         yield "sync", "q"                                  # this segment's Q landed
         first = 0 if wg == 0 else 1
         if n > first:
             yield from _seesaw_wait_tile(base + first, (L, R) if wg == 0 else (R, L), stages)
-        late = set(range(max(0, n - defer), n))
         wait = lambda t, halves, b=base: _seesaw_wait_tile(b + t, halves, stages)   # noqa: E731
         buf = lambda t, b=base: (b + t) % stages                                   # noqa: E731
-        keep = lambda t, late=late: t not in late                                  # noqa: E731
+        keep = lambda t, last=last: t < last                                       # noqa: E731
         if wg == 0:
             yield from _seesaw_pairs_wg0(n, wait, buf=buf, keep=keep)
         else:
             yield from _seesaw_pairs_wg1(n, wait, buf=buf, keep=keep)
         yield "sync", "epilogue"                           # row sums exchanged
-        yield "sync", "epilogue"                           # every MMA retired: stage, read out
-        for t in sorted(late):
+        yield "sync", "epilogue"                           # every MMA retired: stage
+        if wg == 1 and n & 1 and phantom_wait:             # the phantom's phases complete before
+            yield from _seesaw_wait_tile(base + n, (R, L), stages)   # its buffer refills
+        yield "sync", "epilogue"                           # the staging read out
+        for t in (last, last + 1):
             yield "marrive", ("sempty", buf(t), half), None
-        base += n
+        base += _padded(n)
 
 
 def twin_segments_loader(k, h):
-    """The loading warp of half h of the tiles of parity k, across the share's segments."""
+    """The loading warp of half h of the tiles of parity k, segment after segment (the
+    phantom's arrival as a copy's)."""
     def warp(seg_tiles, stages=2):
-        for tile in range(k, sum(seg_tiles), 2):
-            if tile >= stages:
-                yield "mwait", ("sempty", tile % stages, h), tile // stages - 1
-            yield "marrive", ("sfull", tile % stages, h), None
+        base = 0
+        for n in seg_tiles:
+            for tile in range(base + k, base + _padded(n), 2):
+                if tile >= stages:
+                    yield "mwait", ("sempty", tile % stages, h), tile // stages - 1
+                yield "marrive", ("sfull", tile % stages, h), None
+            base += _padded(n)
     return warp
 
 
-def run_twin_segments(seg_tiles, cluster=False, defer=2, random_orders=20):
-    math = [lambda n, st, wg=wg: twin_segments_math(wg, seg_tiles, st, defer) for wg in (0, 1)]
+def run_twin_segments(seg_tiles, cluster=False, random_orders=20, phantom_wait=True):
+    math = [lambda n, st, wg=wg: twin_segments_math(wg, seg_tiles, st, phantom_wait) for wg in (0, 1)]
     loaders = [lambda n, st, f=twin_segments_loader(k, h): f(seg_tiles, st) for k in (0, 1) for h in (L, R)]
     if not cluster:
         return run(0, 2, tuple(math + loaders), random_orders=random_orders)
@@ -475,14 +490,15 @@ def run_twin_segments(seg_tiles, cluster=False, defer=2, random_orders=20):
 
 
 def _cluster_copies(cta, k, h, seg_tiles):
-    """multicast_loader over the share's tiles."""
-    yield from multicast_loader(cta, k, h)(sum(seg_tiles), 2)
+    """multicast_loader over the share's tile numbers (a phantom modelled as a copy: both
+    complete its phases, the kernel's with an arrival and no bytes in each CTA)."""
+    yield from multicast_loader(cta, k, h)(sum(_padded(n) for n in seg_tiles), 2)
 
 
 @pytest.mark.parametrize("cluster", [False, True])
 def test_persistent_segments_neither_hang_nor_lap(cluster):
-    """Segments of 1-5 tiles in every order of two and three (so segments start on both
-    buffers), a run of one-tile segments, and long and short ones mixed, on one CTA and on
+    """Segments of 1-5 tiles in every order of two and three (odd ones ending on a phantom
+    tile), a run of one-tile segments, and long and short ones mixed, on one CTA and on
     the `_multicast` twin's cluster."""
     lists = _segment_lists()
     got = {tuple(t): run_twin_segments(t, cluster) for t in lists}
@@ -491,10 +507,19 @@ def test_persistent_segments_neither_hang_nor_lap(cluster):
 
 def test_persistent_releases_cover_every_tile_once():
     """Deferring a segment's last releases to after the epilogue neither drops nor doubles
-    one: each half of each tile is released exactly once, by its own warpgroup."""
+    one: each half of each tile number (a phantom's too) is released exactly once, by its
+    own warpgroup."""
     for t in _segment_lists():
-        ops = [op for wg in (0, 1) for op in twin_segments_math(wg, t) if op[0] == "marrive"]
-        assert len(ops) == 2 * sum(t), (t, len(ops))
+        ops = [op[1] for wg in (0, 1) for op in twin_segments_math(wg, t) if op[0] == "marrive"
+               and op[1][0] == "sempty"]
+        assert len(ops) == 2 * sum(_padded(n) for n in t), (t, len(ops))
+
+
+def test_the_model_catches_a_phantom_tile_nobody_waits_for():
+    """Without warpgroup 1's wait for an odd segment's phantom tile, its buffer may be
+    refilled, or waited on a phase ahead, before the phantom's phases complete."""
+    lists = [t for t in _segment_lists() if any(n & 1 for n in t)]
+    assert any(run_twin_segments(t, phantom_wait=False) != "ok" for t in lists)
 
 
 def test_the_model_catches_a_persistent_segment_that_never_releases_its_last_tiles():
@@ -507,7 +532,7 @@ def test_the_model_catches_a_persistent_segment_that_never_releases_its_last_til
                 after_epilogue += 1
             elif op == ("sync", "q"):
                 after_epilogue = 0
-            if after_epilogue == 2 and op[0] == "marrive":
+            if after_epilogue == 3 and op[0] == "marrive":
                 continue
             yield op
     seg = [3, 3]

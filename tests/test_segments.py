@@ -305,14 +305,18 @@ def test_short_splits_keep_the_plain_seesaw(monkeypatch, max_cache_length, twin)
 
 
 def test_the_multicast_twin_takes_segment_mode_where_the_split_is_its_to_choose(monkeypatch):
-    """dispatch.segment_ctas: h 128 at s_q 1 (a sequence's rows fill a cluster's two row
-    tiles), D_QK 576, the null or causal mask and a split the dispatcher chose run the
-    `_segments` twin: grid (2, SMs / 2, 1), one cluster a share; partials of 128 rows
-    (seg_info after (shares + B - 1) of them), the combine told so; its shared memory
-    the launch_config of the twin (the walks).  The host's P, a window or D_QK 512 keep
-    the splits."""
-    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    """dispatch.segment_ctas: under MLA_CUPY_SPLIT=segments (auto keeps the splits until
+    the twin's last fix has run on a GPU), h 128 at s_q 1 (a sequence's rows fill a
+    cluster's two row tiles), D_QK 576, the null or causal mask and a split the dispatcher
+    chose run the `_segments` twin: grid (2, SMs / 2, 1), one cluster a share; partials of
+    128 rows (seg_info after (shares + B - 1) of them), the combine told so; its shared
+    memory the launch_config of the twin (the walks).  The host's P, a window or
+    MLA_CUPY_SPLIT=partitions keep the splits."""
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    auto, _ = _launch(128, max_cache_length=1 << 16)
+    assert auto.kernel_name.endswith("_hopper_seesaw_multicast"), auto.kernel_name
+    monkeypatch.setenv("MLA_CUPY_SPLIT", "segments")
     decode, combine = _launch(128)
     assert decode.kernel_name.endswith("_hopper_seesaw_multicast_segments") and decode.grid == (2, 66, 1), \
         (decode.kernel_name, decode.grid)

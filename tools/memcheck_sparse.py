@@ -11,6 +11,8 @@ pair schedule's CTAs then run several jobs).  The cases are
 mla_cupy.sanitize_cases.memcheck_cases (shared with tools/sanitize_all.py,
 which runs every variant family under memcheck, racecheck and initcheck).
 """
+import os
+
 import numpy as np
 
 import cupy
@@ -22,7 +24,8 @@ cupy.cuda.set_allocator(None)
 for i, case in enumerate(memcheck_cases(np.random.default_rng(2026))):
     # sms=2 also: the pair schedule's grid with one z (each CTA runs every job)
     for sms in (None, 2):
-        for p in (1, 5, None):   # (None: the dispatcher's split, segment mode where it applies)
+        for p in (1, 5, None):   # (None: the dispatcher's split under MLA_CUPY_SPLIT=segments)
+            os.environ["MLA_CUPY_SPLIT"] = "segments" if p is None else "auto"
             with grid_for_sms(sms):
                 cmp, *_ = check_case(case, num_partitions=p)   # with lse and with lse=None
             print(f"case {i} P={p}{f' sms={sms}' if sms else ''}: {'PASS' if cmp.ok else 'FAIL'} {cmp.message}",
