@@ -108,11 +108,11 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             # a full mbarrier per buffer column chunk and an empty one per buffer
             # half, the set-up's results (64 bytes).  Threads: the two
             # math warpgroups and the loading warpgroup (mla_decode_seesaw.cu.j2).
-            # The `_segments` twin: each role's walk of its share (SEESAW_WALK_BYTES).
+            # The `_segments` twin: the walks and segment records (SEESAW_SEGMENT_BYTES).
             p_slots = 1 if key.d_qk > 512 else 2
             smem = (key.d_qk * 2 * (64 + stages * block_n) + p_slots * 128 * block_n
                     + 2 * 64 * 4 + 8 * (key.d_qk // 64 + 2) * stages + 64 + 1024
-                    + (SEESAW_WALK_BYTES if key.segments else 0))
+                    + (SEESAW_SEGMENT_BYTES if key.segments else 0))
             return LaunchConfig(64, block_n, stages, 2, 384, smem)
         if key.schedule is Schedule.PAIR:
             # Q and two 64-slot buffers (P(j) in j's rope chunk), the row factors of 128
@@ -170,9 +170,9 @@ HOPPER_SMEM_PER_BLOCK = 232448   # sm_90's opt-in per-block shared memory
 # The dense 16-bit ring's segment walks in shared memory: two a role (the producer and
 # two math warpgroups), 64 bytes each (a SharesWalk; mla_decode_wgmma.cu.j2)
 RING_WALK_BYTES = 3 * 2 * 64
-# The seesaw's `_segments` twin: two walks a role (four loading warps and two math
-# warpgroups), 64 bytes each (mla_decode_seesaw.cu.j2)
-SEESAW_WALK_BYTES = 6 * 2 * 64
+# The seesaw's `_segments` twin: two walk slots (64 bytes), two segment records (48 bytes)
+# and their two mbarriers (mla_decode_seesaw.cu.j2)
+SEESAW_SEGMENT_BYTES = 2 * 64 + 2 * 48 + 2 * 8
 
 
 def ring_segments(key) -> bool:
@@ -392,7 +392,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
-        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES, seesaw_walk_bytes=SEESAW_WALK_BYTES,
+        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES, seesaw_segment_bytes=SEESAW_SEGMENT_BYTES,
         max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
         tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key))

@@ -114,7 +114,7 @@ def test_each_schedule_renders_its_own_kernel(key):
     """A seesaw key renders the seesaw template with 64-key tiles; the ring key
     of the same variant the ring template with 32-key tiles (the schedule is
     part of the name, so the two never share a cache entry or a symbol)."""
-    ring = dataclasses.replace(key, schedule="ring", multicast=False)
+    ring = dataclasses.replace(key, schedule="ring", multicast=False, segments=False)
     src, ring_src = render(key), render(ring)
     assert ("__cluster_dims__(2, 1, 1)" in src) == key.multicast   # the `_multicast` twin: clusters of two
     assert 'dense MLA decode, "seesaw"' in src and "constexpr int BLOCK_N = 64;" in src

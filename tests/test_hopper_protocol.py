@@ -359,6 +359,8 @@ def in_cluster(math_wg, cta):
         for op in math_wg(n, stages):
             if op[0] in ("sync", "arrive"):
                 yield op[0], (cta, op[1])
+            elif op[1][0] == "srec":                       # the CTA's own segment records
+                yield op[0], ("srec", cta, op[1][1]), op[2]
             elif op[0] == "mwait":
                 _, k, h = op[1]
                 yield "mwait", ("cfull", cta, k, h), op[2]
@@ -374,13 +376,19 @@ def multicast_loader(cta, k, h, arm=True):
     it arms its own full barrier and copies its chunks into both CTAs."""
     def warp(n, stages=2):
         for tile in range(k, n, 2):
-            if tile >= stages:
-                yield "mwait", ("cempty", cta, tile % stages, h), tile // stages - 1
-            if arm:
-                yield "marrive", ("cfull", cta, tile % stages, h), None
-            for c in (0, 1):
-                yield "marrive", ("cfull", c, tile % stages, h), None
+            yield from _multicast_tile(cta, tile, h, stages, arm)
     return warp
+
+
+def _multicast_tile(cta, tile, h, stages=2, arm=True):
+    """One tile of a multicast loading warp: the half's release by both CTAs, its own full
+    barrier armed, its copies into both CTAs."""
+    if tile >= stages:
+        yield "mwait", ("cempty", cta, tile % stages, h), tile // stages - 1
+    if arm:
+        yield "marrive", ("cfull", cta, tile % stages, h), None
+    for c in (0, 1):
+        yield "marrive", ("cfull", c, tile % stages, h), None
 
 
 def multicast_cluster(edges=False, loaders=None):
@@ -428,22 +436,29 @@ def test_the_model_catches_a_multicast_loader_that_does_not_arm():
 # segment's last pair (the phantom included) is released only after the staging has been
 # read out: the loaders' empty waits then order the next segment's first copies after the
 # epilogue.  The next segment's Q goes into Q's region (untouched by the staging) under the
-# epilogue, and both math warpgroups meet on the Q barrier before their first S.
+# epilogue, and both math warpgroups meet on the Q barrier before their first S.  At the top
+# of each segment warpgroup 0 publishes the next segment's record (or the one past the
+# share) on its slot's mbarrier; the loading warps wait for it before that segment's tiles.
 
 def _padded(n):
     """A segment's tile numbers: its count rounded up to even (the phantom)."""
     return n + (n & 1)
 
 
-def twin_segments_math(wg, seg_tiles, stages=2, phantom_wait=True):
+MBAR_PARTIES.update({"srec": 1})
+
+
+def twin_segments_math(wg, seg_tiles, stages=2, phantom_wait=True, publish=True):
     """Math warpgroup ``wg`` (0: tiles a and the L halves; 1: tiles b, R halves) over the
     segments: the pairs with the last one's releases kept, then the epilogue, then those
     releases (the phantom's too)."""
     half = L if wg == 0 else R
     base = 0
-    for n in seg_tiles:
+    for k, n in enumerate(seg_tiles):
         last = _padded(n) - 2                              # the last pair's tile a
         yield "sync", "q"                                  # this segment's Q landed
+        if wg == 0 and publish:                            # the next segment's record (or none)
+            yield "marrive", ("srec", (k + 1) % 2), None
         first = 0 if wg == 0 else 1
         if n > first:
             yield from _seesaw_wait_tile(base + first, (L, R) if wg == 0 else (R, L), stages)
@@ -469,17 +484,21 @@ def twin_segments_loader(k, h):
     phantom's arrival as a copy's)."""
     def warp(seg_tiles, stages=2):
         base = 0
-        for n in seg_tiles:
+        for s, n in enumerate(seg_tiles):
+            if s > 0:                                      # segment s's record
+                yield "mwait", ("srec", s % 2), (s - 1) // 2
             for tile in range(base + k, base + _padded(n), 2):
                 if tile >= stages:
                     yield "mwait", ("sempty", tile % stages, h), tile // stages - 1
                 yield "marrive", ("sfull", tile % stages, h), None
             base += _padded(n)
+        s = len(seg_tiles)                                 # the record past the share
+        yield "mwait", ("srec", s % 2), (s - 1) // 2
     return warp
 
 
-def run_twin_segments(seg_tiles, cluster=False, random_orders=20, phantom_wait=True):
-    math = [lambda n, st, wg=wg: twin_segments_math(wg, seg_tiles, st, phantom_wait) for wg in (0, 1)]
+def run_twin_segments(seg_tiles, cluster=False, random_orders=20, phantom_wait=True, publish=True):
+    math = [lambda n, st, wg=wg: twin_segments_math(wg, seg_tiles, st, phantom_wait, publish) for wg in (0, 1)]
     loaders = [lambda n, st, f=twin_segments_loader(k, h): f(seg_tiles, st) for k in (0, 1) for h in (L, R)]
     if not cluster:
         return run(0, 2, tuple(math + loaders), random_orders=random_orders)
@@ -490,9 +509,18 @@ def run_twin_segments(seg_tiles, cluster=False, random_orders=20, phantom_wait=T
 
 
 def _cluster_copies(cta, k, h, seg_tiles):
-    """multicast_loader over the share's tile numbers (a phantom modelled as a copy: both
-    complete its phases, the kernel's with an arrival and no bytes in each CTA)."""
-    yield from multicast_loader(cta, k, h)(sum(_padded(n) for n in seg_tiles), 2)
+    """A multicast loading warp over the share's segments, each after its CTA's record
+    (a phantom modelled as a copy: both complete its phases, the kernel's with an arrival
+    and no bytes in each CTA)."""
+    base = 0
+    for s, n in enumerate(seg_tiles):
+        if s > 0:
+            yield "mwait", ("srec", cta, s % 2), (s - 1) // 2
+        for tile in range(base + k, base + _padded(n), 2):
+            yield from _multicast_tile(cta, tile, h)
+        base += _padded(n)
+    s = len(seg_tiles)
+    yield "mwait", ("srec", cta, s % 2), (s - 1) // 2
 
 
 @pytest.mark.parametrize("cluster", [False, True])
@@ -513,6 +541,13 @@ def test_persistent_releases_cover_every_tile_once():
         ops = [op[1] for wg in (0, 1) for op in twin_segments_math(wg, t) if op[0] == "marrive"
                and op[1][0] == "sempty"]
         assert len(ops) == 2 * sum(_padded(n) for n in t), (t, len(ops))
+
+
+def test_the_model_catches_a_segment_record_never_published():
+    """The loading warps wait for each later segment's record (and the one past the share):
+    unpublished, they wait for ever."""
+    assert run_twin_segments([2, 3], publish=False).startswith("deadlock")
+    assert run_twin_segments([2, 3], cluster=True, publish=False).startswith("deadlock")
 
 
 def test_the_model_catches_a_phantom_tile_nobody_waits_for():

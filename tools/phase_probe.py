@@ -70,7 +70,7 @@ def insert(src, anchor, text, *, before=False, count=1):
 
 def pair_loop(wg):
     """The seesaw's pair loop of math warpgroup wg (an anchor line)."""
-    return f"        for (; 2 * pr + 3 < num_tiles; ++pr) pair_wg{wg}(true, true, true, pr);\n"
+    return f"            for (pr = g0; pr + 3 < tile_end; pr += 2) pair_wg{wg}(true, true, true, false, pr);\n"
 
 
 PHASES = ["entry->Q", "Q->firstS", "loop", "peeled", "epilogue"]
@@ -79,11 +79,11 @@ TILES_SLOT = 6   # warpgroup 0's slot after its stamps: the CTA's num_tiles (a c
 
 def instrument_phases(src):
     src = insert(src, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", stamp(0))
-    src = insert(src, "    bar_sync(BAR_Q);\n", stamp(1))
+    src = insert(src, "        bar_sync(BAR_Q);\n", stamp(1))
     for wg in (0, 1):
         src = insert(src, pair_loop(wg), stamp(2), before=True)
         src = insert(src, pair_loop(wg), stamp(3))
-    src = insert(src, "    pdl_launch_dependents();\n", stamp(4))
+    src = insert(src, "        if (!more) pdl_launch_dependents();\n", stamp(4))
     end = src.rstrip().rfind("}")
     tiles = ("if (threadIdx.x == 0) g_prof[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)]"
              f"[{TILES_SLOT}] = num_tiles;\n")
@@ -92,28 +92,27 @@ def instrument_phases(src):
 
 # (warpgroup, anchor line inside its pair lambda, stamp after it): the hand-overs
 PAIR_STEPS = [
-    (0, "        const int ta = 2 * pr, tb = 2 * pr + 1;\n        float mx[2], m0[2]", "entry"),
-    (0, "        bar_arrive(BAR_M0);\n", "max of S(a) out"),
-    (0, "        issue_pv(p, ta);\n        wgmma_commit();\n        // warpgroup 1's max", "P(a)V_L(a) queued"),
-    (0, "        bar_sync(BAR_M1);\n", "max of wg1 in"),
-    (0, "        wgmma_wait<0>();                      // P(a) V_L(a) done", "P(a)V_L(a) done"),
-    (0, "        release(ta, 0);\n", "a's left half released"),
-    (0, "        rescale_rows(o, scale1[0], scale1[1]);\n", "O_L rescaled by wg1's max"),
-    (0, "            bar_sync(BAR_P1);\n", "P(b) in"),
-    (0, ("        if (NEXT_A) issue_qk(false, ta + 2, s, 0, L_CHUNKS);\n",   # HEAD: chunks 0-3, then the wait
-         "            issue_qk(false, ta + 2, s, 0, CHUNKS);\n"),              # next_seesaw_release_b_first.patch
-     "S(a+2) 0-3 (or all) queued"),
-    (0, ("            if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n",
-         "            wgmma_wait<0>();                  // P(b) V_L(b) done\n"), "P(b)V_L(b) done"),
-    (0, "            fence_regs(s);\n        }\n    };\n    auto pair_wg1", "S(a+2) done"),
-    (1, "        if (HAS_B) mask_scale(tb, s, mx);\n", "S(b) masked"),
-    (1, "        bar_sync(BAR_M0);\n", "max of wg0 in"),
-    (1, "            issue_pv(p, tb);\n            wgmma_commit();\n        }\n        bar_sync(BAR_P0);", "P(b)V_R(b) queued"),
-    (1, "        bar_sync(BAR_P0);\n", "P(a)' in"),
-    (1, "        issue_pv(p_other, ta);\n        wgmma_commit();\n        if (HAS_B) {\n            wgmma_wait<1>();", "P(a)'V_R(a) queued"),
-    (1, "            wgmma_wait<1>();                   // P(b) V_R(b) done", "P(b)V_R(b) done"),
-    (1, "        wgmma_wait<0>();                       // P(a)' V_R(a) done", "P(a)'V_R(a) done"),
-    (1, "            fence_regs(s);\n        }\n    };\n\n", "S(b+2) done"),
+    (0, "            const int tb = ta + 1;\n            float mx[2], m0[2]", "entry"),
+    (0, "            bar_arrive(BAR_M0);\n", "max of S(a) out"),
+    (0, "            issue_pv(p, ta);\n            wgmma_commit();\n            // warpgroup 1's max", "P(a)V_L(a) queued"),
+    (0, "            bar_sync(BAR_M1);\n", "max of wg1 in"),
+    (0, "            wgmma_wait<0>();                      // P(a) V_L(a) done", "P(a)V_L(a) done"),
+    (0, "            if (!KEEP) release(ta, 0);\n", "a's left half released"),
+    (0, "            rescale_rows(o, scale1[0], scale1[1]);\n", "O_L rescaled by wg1's max"),
+    (0, "                bar_sync(BAR_P1);\n", "P(b) in"),
+    (0, "            if (NEXT_A) issue_qk(false, ta + 2, s, 0, L_CHUNKS);\n", "S(a+2) 0-3 queued"),
+    (0, "                if (NEXT_A) wgmma_wait<1>(); else wgmma_wait<0>();   // P(b) V_L(b) done\n", "P(b)V_L(b) done"),
+    (0, "                fence_regs(s);\n            }\n        };\n        auto pair_wg1", "S(a+2) done"),
+    (1, "            if (HAS_B) mask_scale(tb, s, mx);\n", "S(b) masked"),
+    (1, "            bar_sync(BAR_M0);\n", "max of wg0 in"),
+    (1, "                issue_pv(p, tb);\n                wgmma_commit();\n            }\n            bar_sync(BAR_P0);",
+     "P(b)V_R(b) queued"),
+    (1, "            bar_sync(BAR_P0);\n", "P(a)' in"),
+    (1, "            issue_pv(p_other, ta);\n            wgmma_commit();\n            if (HAS_B) {\n"
+        "                wgmma_wait<1>();", "P(a)'V_R(a) queued"),
+    (1, "                wgmma_wait<1>();                   // P(b) V_R(b) done", "P(b)V_R(b) done"),
+    (1, "            wgmma_wait<0>();                       // P(a)' V_R(a) done", "P(a)'V_R(a) done"),
+    (1, "                fence_regs(s);\n            }\n        };\n\n", "S(b+2) done"),
 ]
 
 
@@ -137,7 +136,7 @@ def instrument_pair(src, pair, per_warp=False):
         anchor = the_anchor(src, anchors)
         at = src.index("\n", src.index(anchor)) + 1
         mark = stamp_warp if per_warp else stamp
-        src = src[:at] + mark(slot[wg], "clock64", f"pr == {pair}") + src[at:]
+        src = src[:at] + mark(slot[wg], "clock64", f"ta == 2 * {pair}") + src[at:]
         slot[wg] += 1
     assert max(slot.values()) <= (PER_WARP if per_warp else PER_WG)
     return src
@@ -150,13 +149,10 @@ START_STEPS = [
     ((0, 1, 2), 0, "float2* sL = reinterpret_cast<float2*>(smem + SMEM_P1);   // epilogue only\n", "true", "entry"),
     ((0,), 1, "        const int split_length = work.split.split_len;\n", "true", "work found"),
     ((0, 1, 2), 2, "    const CtaArgs ca = *cta_args;\n", "true", "set-up's barrier"),
-    ((2,), 3, ("                                                 layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
-               "            }\n",
-               # after the multicast twin's two issue paths
-               "                                                     layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
+    ((2,), 3, ("                                                     layer_idx, max(page, 0), mbar(tile, c0 + k));\n"
                "                }\n            }\n"), "tile == 0", "loader: tile 0's copies issued"),
-    ((0, 1), 3, "    bar_sync(BAR_Q);\n", "true", "Q landed"),
-    ((0, 1), 4, "            mbar_wait(mbar(tile, c), parity(tile));\n            wgmma_fence();\n",
+    ((0, 1), 3, "        bar_sync(BAR_Q);\n", "true", "Q landed"),
+    ((0, 1), 4, "                mbar_wait(mbar(tile, c), parity(tile));\n                wgmma_fence();\n",
      "tile <= 1 && ci == 0", "first tile's first chunk landed"),
 ]
 START_LOOP_SLOT = 5   # each math warpgroup: the pair loop entered
