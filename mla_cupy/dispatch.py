@@ -27,7 +27,8 @@ from .scalar_args import (ScalarArgs, check_batch_invariant_split, check_num_par
                           sm_count_of_current_device)
 from .schedule import MAX_PARTITIONS, pair_grid_z, row_tiling
 from .records import D_V, output_dtype_name
-from .variants import TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend, segments_supports
+from .variants import (TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Mask, Schedule, Sparsity, resolve_backend,
+                       segments_supports)
 
 LOG2E = 1.4426950408889634
 
@@ -263,7 +264,7 @@ def _build_plan(
     if not key.segments and takes_multicast(key, num_heads, num_partitions,
                                             kv_collection.max_cache_length + q_max_seq_len):
         key = dataclasses.replace(key, multicast=True)
-    cfg = launch_config(key)   # (the twins': the `_segments` twin's walks)
+    cfg = launch_config(key)   # (after the twins: the `_segments` twin's shared memory differs)
     budget = balanced_splits(key, mask, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
                              segments, host_batch, tiling.grid_x, num_partitions)
     grid_splits = num_partitions
@@ -300,8 +301,8 @@ def _build_plan(
             seg_info = work["lse_part"] + 4 * part_rows
         decode_launch = KernelLaunch(
             abi.DECODE, decode, decode.kernel.ptr,
-            (segment_grid_x(key), segments, 1) if segments else (tiling.grid_x, grid_splits, decode_grid_z(key, tiling, grid_splits,
-                                                                                    host_batch)),
+            (segment_grid_x(key), segments, 1) if segments
+            else (tiling.grid_x, grid_splits, decode_grid_z(key, tiling, grid_splits, host_batch)),
             (cfg.num_threads,), cfg.smem_bytes,
             decode_launch_args(given, work, kv_collection, sparse, tiling, layer_idx=layer_idx,
                                scale=scale, num_tokens=num_tokens, num_heads=num_heads,
@@ -563,15 +564,17 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     kernel over a 16-bit cache, or the ring's over a dense 16-bit cache without a
     window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
     one too), a sequence's rows in one tile; or, under MLA_CUPY_SPLIT=segments only
-    (until its last protocol fix has run on a GPU: tools/results/NOTES.md session 39), the
-    seesaw's `_segments` twin (variants.segments_supports: D_QK 576, null or causal mask)
-    where a sequence's rows fill its pair of row tiles (one token of a multiple of 128
-    heads), one cluster of two CTAs a share; and a split
-    the dispatcher was free to choose (a ScalarArgs that chose num_partitions, no
-    num_partitions_in, not batch_invariant: a share depends on the whole batch).  One
-    CTA an SM (the kernels' shared memory), one share a CTA (a cluster for the
-    twin).  MLA_CUPY_SPLIT=partitions keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5 to -6%,
-    b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session 33.)"""
+    (until the twin as it stands has run on a GPU: tools/results/NOTES.md session 39),
+    the seesaw's `_segments` twin (variants.segments_supports: D_QK 576, null or causal
+    mask) where a sequence's rows fill its pair of row tiles (one token of a multiple of
+    128 heads), one cluster of two CTAs a share; and a split the dispatcher was free to
+    choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
+    batch_invariant: a share depends on the whole batch).  One CTA an SM (the kernels'
+    shared memory), one share a CTA (a cluster for the twin).  MLA_CUPY_SPLIT=partitions
+    keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5
+    to -6%, b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session
+    33.  The twin against balanced splits: DeepSeek h128 ragged -1.7%, b32 h128 -2%,
+    b128 h128 +0.8%: session 39.)"""
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
@@ -582,8 +585,8 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
         key.backend is Backend.HOPPER and (twin or (key.schedule is Schedule.RING and ring_segments(key)))
         and (choice == "segments" or (host_batch >= 2 and not twin)))
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
-            or tiling.grid_x != (2 if twin else 1) or split_len or num_partitions_in is not None or batch_invariant
-            or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
+            or tiling.grid_x != (2 if twin else 1) or split_len or num_partitions_in is not None
+            or batch_invariant or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
         return 0
     return sm_count_of_current_device() // segment_grid_x(dataclasses.replace(key, segments=twin, multicast=twin))
 
