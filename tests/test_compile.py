@@ -231,6 +231,34 @@ def test_phase_probe_instruments_the_seesaw(pair, per_warp, start, twin):
     _nvrtc_compile(src, "probe.cu")
 
 
+def test_phase_probe_instruments_the_segments_twins_boundaries():
+    """tools/phase_probe.py --boundary stamps the `_segments` twin's hand-overs at its
+    segment boundaries (warpgroup 0's and the loader's, each in its segment's slots): every
+    anchor is there once and the instrumented source compiles."""
+    phase_probe = _tool("phase_probe")
+    src = phase_probe.instrumented_source(None, name=phase_probe.SEGMENTS_NAME, boundary=True)
+    assert src.count("g_prof[") == 1 + len(phase_probe.BOUNDARY_STEPS)
+    _nvrtc_compile(src, "boundary_probe.cu")
+
+
+def test_phase_probe_reports_a_boundary_from_the_last_pairs(capsys):
+    """phase_probe --boundary: each step of boundary k timed from warpgroup 0's pairs of
+    segment k - 1, over the CTAs that reached segment k."""
+    import numpy as np
+    pp = _tool("phase_probe")
+    a = np.zeros((2, pp.SLOTS), dtype=np.int64)
+    loader = 2 * pp.PER_WG
+    for i in range(2):
+        a[i, 0:4] = [1000, 3000, 500, 800]          # segment 0: pairs done at 1 us, releases at 3
+        a[i, 4:8] = [9000, 11000, 6000, 7000 + i]   # segment 1: Q landed 5 us after, first S 6
+        a[i, loader + 4: loader + 6] = [500, 4000]  # the loader: record at -0.5 us, first tile at 3
+    pp.report_boundary("x", None, a)
+    out = capsys.readouterr().out
+    assert "boundary 1 (2 CTAs)" in out and "boundary 2" not in out
+    assert "kept releases made             2.00" in out and "loader: record taken          -0.50" in out
+    assert "loader: first tile issued      3.00" in out and "first S retired                6.00" in out
+
+
 def test_phase_probe_reports_a_start_from_the_ctas_entry(capsys):
     """phase_probe --start: each step's time since its CTA's entry (warpgroup 0's stamp),
     medians over the CTAs that reached both pair loops, steps in the order they happen."""

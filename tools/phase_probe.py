@@ -19,12 +19,18 @@ one that moved.
 * ``--pair N --per-warp``: the same stamps by every warp (lane 0), each step's
   median per warp: a named barrier waits for the last warp, which the first
   thread's stamps do not show.
+* ``--boundary``: the `_segments` twin (MLA_CUPY_SPLIT=segments): %globaltimer at each of
+  a CTA's first BOUNDARY_SEGMENTS segments' hand-overs (BOUNDARY_STEPS: warpgroup 0's
+  pairs done, the kept releases made, Q landed, the first S retired; the loader's record
+  taken and the segment's first tile issued).  Prints, for each boundary, each step's
+  median [5th percentile, max] µs after the last segment's pairs ended.
 * ``--start``: %globaltimer at the steps of a CTA's start (START_STEPS: its work
   found, the set-up's barrier, the loader's first copies, Q landed, each math
   warpgroup's first tile landed, the pair loop entered), each as the median, 5th
   percentile and maximum over the CTAs of its time since the CTA's entry.
 
-    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp] | --start] [--cases CASE[:P] ...]
+    PYTHONPATH=.:tests python3 tools/phase_probe.py [--pair 3 [--per-warp] | --start | --boundary]
+        [--cases CASE[:P] ...]
 """
 import argparse
 import sys
@@ -35,6 +41,7 @@ NAME = "mla_decode_bf16_causal_dense_fold0_hopper_seesaw"
 # the kernels a bench case of NAME's axes may run: the seesaw and its `_multicast` twin
 # (h 128: compiler.takes_multicast); each gets its own instrumented copy
 NAMES = (NAME, NAME + "_multicast")
+SEGMENTS_NAME = NAME + "_multicast_segments"   # --boundary: the persistent twin
 PER_WG = 16    # stamps per warpgroup: warpgroup w uses slots PER_WG w .. PER_WG w + PER_WG - 1
 PER_WARP = 12  # --per-warp: warp v (0..7) uses slots PER_WARP v .. PER_WARP v + PER_WARP - 1
 SLOTS = 8 * PER_WARP
@@ -166,13 +173,64 @@ def instrument_start(src):
     return src
 
 
-def instrumented_source(pair, per_warp=False, start=False, name=NAME):
+# The `_segments` twin's hand-overs at a segment's boundaries: (slot within the segment's
+# BOUNDARY_SLOTS, anchor (the stamp goes after it, or before it where `before`), the
+# segment's counter there, condition, label).  Warpgroup 0 stamps the math's steps, the
+# loading warpgroup's thread 0 (warp 0: the even tiles) the loader's.
+BOUNDARY_SEGMENTS = 4
+BOUNDARY_SLOTS = 4
+BOUNDARY_STEPS = [
+    # warpgroup 0
+    (0, "        // (segment mode: the next record, written before this warpgroup's barriers since)\n",
+     "seg", "true", "pairs done", True),
+    (1, "            release(last_a + 1, wg);\n", "seg", "true", "kept releases made", False),
+    (2, "        bar_sync(BAR_Q);\n", "seg", "true", "Q landed", False),
+    (3, "                issue_qk(false, g0, s, 0, CHUNKS);\n                wgmma_wait<0>();\n"
+        "                fence_regs(s);\n", "seg", "true", "first S retired", False),
+    # the loading warpgroup
+    (0, "                    mbar_wait(record_bar(seg_now), static_cast<u32>(((seg_now - 1) >> 1) & 1));\n",
+     "seg_now", "true", "loader: record taken", False),
+    (1, "                    issue_tile(tile, page, next);\n", "seg_now", "tile == g0", "loader: first tile issued", False),
+]
+
+
+def instrument_boundary(src):
+    for k, anchor, counter, cond, _, before in BOUNDARY_STEPS:
+        src = insert(src, anchor, stamp(f"{BOUNDARY_SLOTS} * {counter} + {k}",
+                                         cond=f"({cond}) && {counter} < {BOUNDARY_SEGMENTS}"), before=before)
+    return src
+
+
+def report_boundary(name, p, a):
+    """Each boundary k (segments k - 1 -> k) of the CTAs that reached segment k: each step's
+    time after warpgroup 0's pairs of segment k - 1 ended, median [5th percentile, max], µs;
+    then the boundary as a whole (pairs done to the next segment's first S retired)."""
+    loader = 2 * PER_WG
+    print(f"{name} P={p}: {len(a)} CTAs; segment boundaries (us after the last segment's pairs)")
+    for k in range(1, BOUNDARY_SEGMENTS):
+        prev, cur = BOUNDARY_SLOTS * (k - 1), BOUNDARY_SLOTS * k
+        b = a[(a[:, cur + 3] > 0) & (a[:, prev] > 0)]
+        if not len(b):
+            break
+        t0 = b[:, prev]
+        cols = [(b[:, prev + 1], "kept releases made"), (b[:, loader + cur], "loader: record taken"),
+                (b[:, loader + cur + 1], "loader: first tile issued"), (b[:, cur + 2], "Q landed"),
+                (b[:, cur + 3], "first S retired")]
+        print(f"   boundary {k} ({len(b)} CTAs)")
+        for col, label in cols:
+            d = (col - t0) / 1e3
+            print(f"      {label:28s} {np.median(d):6.2f} [{np.percentile(d, 5):6.2f}, {d.max():6.2f}]")
+
+
+def instrumented_source(pair, per_warp=False, start=False, name=NAME, boundary=False):
     from mla_cupy.render import render
     from mla_cupy.variants import parse
     src = render(parse(name))
     src = declare_stamps(src)
     if start:
         return instrument_start(src)
+    if boundary:
+        return instrument_boundary(src)
     return instrument_pair(src, pair, per_warp) if pair is not None else instrument_phases(src)
 
 
@@ -326,13 +384,25 @@ def main():
     ap.add_argument("--pair", type=int, default=None, help="stamp the hand-overs of this pair instead")
     ap.add_argument("--per-warp", action="store_true", help="with --pair: every warp's stamps, not the first thread's")
     ap.add_argument("--start", action="store_true", help="stamp the steps of a CTA's start instead (START_STEPS)")
-    ap.add_argument("--cases", nargs="+", default=["b1_h128_s65536:64", "b32_h128_s4096:2", "b32_h128_s4096:1",
-                                                   "b128_h128_s8192:1"],
-                    help="CASE:P, or CASE for the dispatcher's own split (balanced splits where they apply)")
+    ap.add_argument("--boundary", action="store_true",
+                    help="the `_segments` twin under MLA_CUPY_SPLIT=segments: stamp its segment boundaries")
+    ap.add_argument("--cases", nargs="+", default=None,
+                    help="CASE:P, or CASE for the dispatcher's own split (balanced splits where they apply; "
+                         "--boundary: segment mode, the default cases the DeepSeek h128 rows and b128 h128)")
     args = ap.parse_args()
-    prof = install_seesaws(lambda name: instrumented_source(args.pair, args.per_warp, args.start, name))
+    if args.cases is None:
+        args.cases = (["ds_h128_sq1_ragged", "ds_h128_sq1_uniform", "b128_h128_s8192"] if args.boundary else
+                      ["b1_h128_s65536:64", "b32_h128_s4096:2", "b32_h128_s4096:1", "b128_h128_s8192:1"])
+    if args.boundary:
+        import os
+        os.environ["MLA_CUPY_SPLIT"] = "segments"
+        prof = install(SEGMENTS_NAME, instrumented_source(None, name=SEGMENTS_NAME, boundary=True))
+    else:
+        prof = install_seesaws(lambda name: instrumented_source(args.pair, args.per_warp, args.start, name))
     for name, p, a in stamped_calls(args.cases, prof):
-        if args.start:
+        if args.boundary:
+            report_boundary(name, p, a)
+        elif args.start:
             report_start(name, p, a)
         elif args.pair is None:
             report_phases(name, p, a)

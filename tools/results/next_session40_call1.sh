@@ -10,6 +10,7 @@
 #    (its twin case at P=None runs under MLA_CUPY_SPLIT=segments).
 # 2. /tmp/auto (next_seesaw_segments_auto.patch: the twin under `auto` for h128 s_q 1 batches
 #    of two or more): the routing tests, then the h128 rows beside HEAD (balanced splits).
+# 3. tools/phase_probe.py --boundary: the twin's segment boundaries taken apart.
 # Predictions: dense file passes; memcheck 0 errors; rows as session 39's call 5 (twin
 # against balanced splits): DeepSeek h128 ragged -1.7%, uniform flat, b128 h128 +0.8%,
 # b32 h128 -2%.  If so, land the patch (and its docs: spec section 7, README, the header).
@@ -26,4 +27,11 @@ patched /tmp/auto next_seesaw_segments_auto.patch
 say "auto routing tests exit $?: $(tail -1 $OUT/gpu_auto.log)"
 grep -E "^E " $OUT/gpu_auto.log | head -10 | cut -c1-300 >> "$L"
 C="ds_h128_sq1_ragged ds_h128_sq1_uniform b128_h128_s8192 b32_h128_s4096" BENCH_TIMEOUT=100 bench_trees . /tmp/auto
+# 3. where a boundary's ~10 us go (tools/phase_probe.py --boundary, CPU-tested): each step
+#    after the last segment's pairs.  Prediction: kept releases ~2-3 us (the epilogue), the
+#    loader's first tile ~0.5 us later, the first S ~2 us after that (TMA from L2/DRAM, S),
+#    the rest (to ~10 us) in the pipeline's refill and the combine's extra partials.
+echo "== boundary probe" >> "$L"
+PYTHONPATH=.:tests timeout 90 python3 tools/phase_probe.py --boundary >> "$L" 2>&1
+say "boundary probe exit $?"
 cat "$L"
