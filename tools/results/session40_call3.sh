@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 40, call 3:  OUT=$OUT bash tools/results/session40_call3.sh
-# Call 2: next_seg_direct_stores.patch (segment mode staged over Q, the last pair's tiles
+# Call 2: next_seg_stage_over_q.patch (segment mode staged over Q, the last pair's tiles
 # freed at once, the next Q after the read-out) moved the first tiles to the pairs' end,
 # but Q then landed 1.5-2.3 us after the read-out: first S at 8.3 / 8.8 us (ragged / b128),
 # was 9.0 / 6.9; rows flat.  Not landed.
@@ -10,7 +10,7 @@
 # next segment's first tiles (the last pair frees them as every pair does) land under it.
 # Split mode's SASS is byte-identical.
 # Predictions (boundary probe): first tile issued ~0 us after the pairs (as call 2);
-# "epilogue stored" (the stores issued) ~4-5 us (session 8's 4-5 us for fragment stores);
+# "epilogue stored" (the stores issued) ~4-5 us (the header: fragment stores took 4-5 us a CTA);
 # Q landed ~ at the same time; first S retired ~5-5.5 us (was 6.9 / 9.0).  Rows (segments
 # forced) against HEAD's twin: ragged -1%, b128 -0.5%, uniform and b32 flat.
 set -u
