@@ -564,8 +564,8 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     kernel over a 16-bit cache, or the ring's over a dense 16-bit cache without a
     window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
     one too), a sequence's rows in one tile; or, under MLA_CUPY_SPLIT=segments only
-    (until the twin as it stands has run on a GPU: tools/results/NOTES.md session 39),
-    the seesaw's `_segments` twin (variants.segments_supports: D_QK 576, null or causal
+    (against `auto`'s balanced splits: ragged batches ~1% faster, even ones ~2% slower,
+    tools/results/NOTES.md session 40), the seesaw's `_segments` twin (variants.segments_supports: D_QK 576, null or causal
     mask) where a sequence's rows fill its pair of row tiles (one token of a multiple of
     128 heads), one cluster of two CTAs a share; and a split the dispatcher was free to
     choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
