@@ -490,3 +490,16 @@ def test_nomath_ablation_reaches_the_16_bit_narrow_kernel():
     src = producer_ceiling.transformed_source((name,), "nomath")
     assert src != render(parse(name)) and src.count("if (false) {") == 2
     _nvrtc_compile(src, "narrow_nomath.cu")
+
+
+def test_compile_times_match_keeps_one_variant_a_schedule():
+    """tools/compile_times.py --match: the README's subset, one Hopper variant a schedule
+    and twin (a cold run of the whole family outlasts a device call), in all_variants'
+    order; no filter keeps the family."""
+    ct = _tool("compile_times")
+    every = [k.name for k in ct._variants("hopper")]
+    subset = [k.name for k in ct._variants("hopper", ct.README_MATCH)]
+    assert subset == [n for n in every if n in set(subset)]
+    suffixes = {n.split("hopper", 1)[1] for n in subset}
+    assert suffixes == {n.split("hopper", 1)[1] for n in every}, suffixes
+    assert len(subset) == 12 and len(every) > 100
