@@ -565,16 +565,16 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
     one too), a sequence's rows in one tile; or, under MLA_CUPY_SPLIT=segments only
     (against `auto`'s balanced splits: ragged batches ~1% faster, even ones ~2% slower,
-    tools/results/NOTES.md session 40), the seesaw's `_segments` twin (variants.segments_supports: D_QK 576, null or causal
-    mask) where a sequence's rows fill its pair of row tiles (one token of a multiple of
-    128 heads), one cluster of two CTAs a share; and a split the dispatcher was free to
-    choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
+    tools/results/NOTES.md session 40), the seesaw's `_segments` twin
+    (variants.segments_supports: D_QK 576, null or causal mask) where a sequence's rows
+    fill its pair of row tiles (one token of a multiple of 128 heads), one cluster of two
+    CTAs a share; and a split the dispatcher was free to choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
     batch_invariant: a share depends on the whole batch).  One CTA an SM (the kernels'
     shared memory), one share a CTA (a cluster for the twin).  MLA_CUPY_SPLIT=partitions
     keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5
     to -6%, b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session
-    33.  The twin against balanced splits: DeepSeek h128 ragged -1.7%, b32 h128 -2%,
-    b128 h128 +0.8%: session 39.)"""
+    33.  The twin against balanced splits: DeepSeek h128 ragged -1.2 to -1.7%, b32 h128
+    -2 to +1%, b128 h128 +0.8 to +2.5%: sessions 39-40.)"""
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
