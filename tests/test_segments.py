@@ -305,8 +305,9 @@ def test_short_splits_keep_the_plain_seesaw(monkeypatch, max_cache_length, twin)
 
 
 def test_the_multicast_twin_takes_segment_mode_where_the_split_is_its_to_choose(monkeypatch):
-    """dispatch.segment_ctas: under MLA_CUPY_SPLIT=segments (auto keeps the splits until
-    the twin's last fix has run on a GPU), h 128 at s_q 1 (a sequence's rows fill a
+    """dispatch.segment_ctas: under MLA_CUPY_SPLIT=segments (auto keeps the balanced splits:
+    against them the twin is ~1% faster on ragged batches, ~2% slower on even ones,
+    NOTES.md session 40), h 128 at s_q 1 (a sequence's rows fill a
     cluster's two row tiles), D_QK 576, the null or causal mask and a split the dispatcher
     chose run the `_segments` twin: grid (2, SMs / 2, 1), one cluster a share; partials of
     128 rows (seg_info after (shares + B - 1) of them), the combine told so; its shared
@@ -337,6 +338,35 @@ def test_the_multicast_twin_takes_segment_mode_where_the_split_is_its_to_choose(
     monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
     parts, _ = _launch(128)
     assert "_segments" not in parts.kernel_name, parts.kernel_name
+
+
+def test_the_forced_seesaw_at_64_heads_takes_its_segments_twin_under_segments(monkeypatch):
+    """Where the seesaw runs one row tile a token (64 heads at s_q 1, the seesaw forced:
+    `auto` runs the ring there), MLA_CUPY_SPLIT=segments runs the plain seesaw's `_segments`
+    twin: grid (1, SMs, 1), one CTA a share, no cluster; partials of 64 rows, the combine
+    told so.  Without the setting the forced seesaw keeps its splits; `auto` keeps the
+    ring's segment mode."""
+    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    ring, _ = _launch(64)
+    assert ring.kernel_name.endswith("_hopper") and ring.grid == (1, 132, 1), (ring.kernel_name, ring.grid)
+    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "seesaw")
+    split, _ = _launch(64)
+    assert split.kernel_name.endswith("_hopper_seesaw") and "_segments" not in split.kernel_name, split.kernel_name
+    monkeypatch.setenv("MLA_CUPY_SPLIT", "segments")
+    decode, combine = _launch(64)
+    assert decode.kernel_name.endswith("_causal_dense_fold0_hopper_seesaw_segments") and decode.grid == (1, 132, 1), \
+        (decode.kernel_name, decode.grid)
+    key = parse(decode.kernel_name)
+    assert not key.multicast and decode.smem == launch_config(key).smem_bytes
+    slot = decode.slots
+    assert slot[abi.DECODE.slot("segment_ctas")] == 132
+    lse_part = slot[abi.DECODE.slot("lse_part")]
+    assert slot[abi.DECODE.slot("seg_info")] == lse_part + 4 * (132 + B - 1) * 64
+    assert combine.slots[abi.COMBINE.slot("segment_rows")] == 64
+    # 32 heads fill half the seesaw's 64-row tile: no segment twin there
+    half, _ = _launch(32)
+    assert "_segments" not in half.kernel_name, half.kernel_name
 
 
 def test_the_portable_backend_never_takes_the_multicast_twin(monkeypatch):
