@@ -257,8 +257,8 @@ def _build_plan(
     mode = launch_mode()
     segments = segment_ctas(key, tiling, scalar_args_buf, num_partitions_in, batch_invariant, split_len,
                             host_batch, num_heads)
-    if segments and key.schedule is Schedule.SEESAW:   # the `_segments` twin of the seesaw (or of its cluster)
-        key = dataclasses.replace(key, multicast=tiling.grid_x == 2, segments=True)
+    if segments and key.schedule is Schedule.SEESAW:
+        key = dataclasses.replace(key, multicast=True, segments=True)
     if takes_evict_first(key, segments, host_batch, kv_collection.max_cache_length + q_max_seq_len):
         key = dataclasses.replace(key, evict_first=True)
     if not key.segments and takes_multicast(key, num_heads, num_partitions,
@@ -565,14 +565,12 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     window (render.ring_segments) for batches of two or more (MLA_CUPY_SPLIT=segments:
     one too), a sequence's rows in one tile; or, under MLA_CUPY_SPLIT=segments only
     (against `auto`'s balanced splits: ragged batches ~1% faster, even ones ~2% slower,
-    tools/results/NOTES.md session 40), the seesaw's `_segments` twins
-    (variants.segments_supports: D_QK 576, null or causal mask) where a token's rows fill
-    the `_multicast` twin's pair of row tiles (a multiple of 128 heads at s_q 1: one
-    cluster of two CTAs a share) or, where the seesaw runs one row tile a token (64 heads
-    at s_q 1, the seesaw forced), that tile (one CTA a share); and a split the dispatcher
-    was free to choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
+    tools/results/NOTES.md session 40), the seesaw's `_segments` twin
+    (variants.segments_supports: D_QK 576, null or causal mask) where a sequence's rows
+    fill its pair of row tiles (one token of a multiple of 128 heads), one cluster of two
+    CTAs a share; and a split the dispatcher was free to choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
     batch_invariant: a share depends on the whole batch).  One CTA an SM (the kernels'
-    shared memory), one share a CTA (a cluster for the `_multicast` twin).  MLA_CUPY_SPLIT=partitions
+    shared memory), one share a CTA (a cluster for the twin).  MLA_CUPY_SPLIT=partitions
     keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5
     to -6%, b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session
     33.  The twin against balanced splits: DeepSeek h128 ragged -1.2 to -1.7%, b32 h128
@@ -580,23 +578,22 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
-    # the seesaw's `_segments` twins: a token's rows fill the cluster's two row tiles, or one
-    rows = (2 if tiling.grid_x == 2 else 1) * key.tile_rows
-    twin = (key.schedule is Schedule.SEESAW and num_heads % rows == 0 and tiling.group_rows == rows
-            and segments_supports(dataclasses.replace(key, multicast=tiling.grid_x == 2)))
+    twin = (key.schedule is Schedule.SEESAW and num_heads % (2 * key.tile_rows) == 0
+            and segments_supports(dataclasses.replace(key, multicast=True))
+            and tiling.grid_x == 2 and tiling.group_rows == 2 * key.tile_rows)
     takes_segments = key.schedule is Schedule.NARROW or (
         key.backend is Backend.HOPPER and (twin or (key.schedule is Schedule.RING and ring_segments(key)))
         and (choice == "segments" or (host_batch >= 2 and not twin)))
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
-            or tiling.grid_x > (2 if twin else 1) or split_len or num_partitions_in is not None
+            or tiling.grid_x != (2 if twin else 1) or split_len or num_partitions_in is not None
             or batch_invariant or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
         return 0
-    return sm_count_of_current_device() // (tiling.grid_x if twin else 1)
+    return sm_count_of_current_device() // segment_grid_x(dataclasses.replace(key, segments=twin, multicast=twin))
 
 
 def segment_grid_x(key: DecodeKey) -> int:
-    """Segment mode's CTAs a share: the `_multicast_segments` twin's cluster of two, else one."""
-    return 2 if key.segments and key.multicast else 1
+    """Segment mode's CTAs a share: the `_segments` twin's cluster of two, else one."""
+    return 2 if key.segments else 1
 
 
 def segment_rows(key: DecodeKey) -> int:

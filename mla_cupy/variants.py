@@ -11,8 +11,8 @@ tile, default 64), ``_hopper`` (the wgmma family for sm_90a), ``_seesaw`` /
 ``_narrow`` / ``_pair`` (its other schedules), ``_evict_first`` (the narrow
 kernel's keys loaded under L2's evict_first hint, for short streams), ``_multicast``
 (the seesaw's two row tiles of a token as a cluster of two CTAs, each key box read
-from L2 once and multicast into both), ``_segments`` (the seesaw or that twin persistent:
-a CTA or a cluster a share of the batch's key tiles, segment mode).  Combine names read ``mla_combine_{out dtype}``; the GPU
+from L2 once and multicast into both), ``_segments`` (that twin persistent: a cluster
+a share of the batch's key tiles, segment mode).  Combine names read ``mla_combine_{out dtype}``; the GPU
 quantisers ``mla_quantize_{target}_{input dtype}``; the checked mode's input
 check is ``mla_check_inputs``.
 """
@@ -100,10 +100,9 @@ class DecodeKey:
     # picks it where every cluster's two tiles hold one token's rows and a split holds at
     # least compiler.MULTICAST_MIN_SPLIT_TILES tiles (compiler.takes_multicast).
     multicast: bool = False
-    # The seesaw made persistent (segments_supports): a CTA, or the `_multicast` twin's
-    # cluster, a share of the batch's 64-key tiles (segment mode, docs/spec.md section 7),
-    # its segments back to back; the dispatcher picks it where segment mode applies
-    # (dispatch.segment_ctas).
+    # The `_multicast` twin made persistent (segments_supports): a cluster a share of the
+    # batch's 64-key tiles (segment mode, docs/spec.md section 7), its segments back to
+    # back; the dispatcher picks it where segment mode applies (dispatch.segment_ctas).
     segments: bool = False
 
     def __post_init__(self):
@@ -279,9 +278,8 @@ def check(key: DecodeKey) -> None:
         raise ValueError(f"multicast: the seesaw schedule's TMA copies of dense bf16/fp16 caches are multicast, "
                          f"got {key.backend.value} {key.schedule.value} {key.layout.value} {key.sparsity.value}")
     if key.segments and not segments_supports(key):
-        raise ValueError(f"segments: the seesaw (and its `_multicast` twin) has segment mode at D_QK {D_QK} with the "
-                         f"null or causal mask, got {key.backend.value} {key.schedule.value} {key.layout.value} "
-                         f"{key.sparsity.value} d_qk={key.d_qk} mask {key.mask.value}")
+        raise ValueError(f"segments: the seesaw's `_multicast` twin has segment mode at D_QK {D_QK} with the null or "
+                         f"causal mask, got multicast={key.multicast} d_qk={key.d_qk} mask {key.mask.value}")
 
 
 BACKENDS = ("auto", "portable", "hopper")
@@ -340,9 +338,9 @@ def multicast_supports(key: DecodeKey) -> bool:
 
 def segments_supports(key: DecodeKey) -> bool:
     """Which Hopper variants have a ``_segments`` twin (persistent, segment mode): the
-    seesaw and its ``_multicast`` twin at D_QK 576 (the epilogue staged over the tile
-    buffers, so the next segment's Q loads under it) with the null or causal mask."""
-    return (key.schedule is Schedule.SEESAW and seesaw_supports(key) and key.d_qk == D_QK
+    seesaw's ``_multicast`` twin at D_QK 576 (its epilogue staged over the tile buffers,
+    so the next segment's Q loads under it) with the null or causal mask."""
+    return (key.multicast and multicast_supports(key) and key.d_qk == D_QK
             and key.mask in (Mask.NULL, Mask.CAUSAL))
 
 

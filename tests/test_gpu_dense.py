@@ -287,26 +287,21 @@ def test_tile_pairs_of_one_token_run_the_multicast_twin(compiled_kernels, rng, m
                     ([p.variant for p in plans], case.describe())
 
 
-@pytest.mark.parametrize("num_heads", [128, 64])
 @pytest.mark.parametrize("mask", ["causal", "null"])
-def test_seesaw_segment_mode(compiled_kernels, rng, monkeypatch, mask, num_heads):
-    """The seesaw's `_segments` twins (MLA_CUPY_SPLIT=segments; tiles numbered on across a
-    share's segments, a segment of an odd count ending on a phantom tile, the next
-    segment's Q loaded under the epilogue): at 128 heads the `_multicast` twin's cluster of
-    two CTAs a share, at 64 heads (the seesaw forced: `auto` runs the ring there) one CTA a
-    share.  s_q 1; ragged lengths over several shares, dozens of short sequences in one
-    share (one-tile segments, tiles 63/64/65), empty sequences (s_q 0), a single long
-    sequence over every share, fewer tiles than shares, an even batch (the aligned cut),
-    fp16.  Unused cache slots and the workspace hold NaN, the pages are permuted.  The
-    launch is checked to be the twin in segment mode (grid (2, SMs / 2, 1) or (1, SMs, 1)),
-    and the splits give the same answer within the tolerance."""
+def test_multicast_twin_segment_mode(compiled_kernels, rng, monkeypatch, mask):
+    """The seesaw's `_segments` twin (MLA_CUPY_SPLIT=segments; a cluster of two CTAs a
+    share of the batch's 64-key tiles, tiles numbered on across its segments, a segment
+    of an odd count ending on a phantom tile, the next segment's Q loaded under the
+    epilogue): h 128, s_q 1; ragged lengths over several shares, dozens of short
+    sequences in one share (one-tile segments, tiles 63/64/65), empty sequences (s_q 0),
+    a single long sequence over every share, fewer tiles than shares, an even batch
+    (the aligned cut), fp16.  Unused cache slots and the workspace hold NaN, the pages
+    are permuted.  The launch is checked to be the twin in segment mode (grid (2, SMs / 2,
+    1)), and the splits give the same answer within the tolerance."""
     from mla_cupy import dispatch
     monkeypatch.setattr(dispatch, "_owned_workspace", nan_workspace)
     monkeypatch.setattr(dispatch, "_workspaces", {})
-    if num_heads == 128:
-        monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    else:
-        monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "seesaw")
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
     batches = [
         ([1] * 24, list(rng.integers(1, 20000, 24)), {}),
         ([1, 0, 1, 1] * 40, list(rng.choice([0, 1, 31, 63, 64, 65, 127, 128, 700], 160)), {}),
@@ -318,15 +313,13 @@ def test_seesaw_segment_mode(compiled_kernels, rng, monkeypatch, mask, num_heads
     for seq_lens, cache_lens, kw in batches:
         monkeypatch.setattr(dispatch, "_eager_plans", {})
         monkeypatch.setenv("MLA_CUPY_SPLIT", "segments")
-        case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=num_heads,
+        case = make_case(rng, seq_lens=seq_lens, cache_lens=cache_lens, num_heads=128,
                          page_size=int(rng.choice([16, 64, 128])), mask=mask, sink="random", **kw)
         _check(case)
         plans = list(dispatch._eager_plans.values())
         if assert_schedule_ran(plans, "_hopper_seesaw", case.describe()):   # (portable: the splits)
             sms = dispatch.sm_count_of_current_device()
-            want = ("_seesaw_multicast_segments", (2, sms // 2, 1)) if num_heads == 128 \
-                else ("_seesaw_segments", (1, sms, 1))
-            assert all(p.variant.endswith(want[0]) and p.grid == want[1] for p in plans), \
+            assert all(p.variant.endswith("_multicast_segments") and p.grid == (2, sms // 2, 1) for p in plans), \
                 ([(p.variant, p.grid) for p in plans], case.describe())
         monkeypatch.setenv("MLA_CUPY_SPLIT", "partitions")
         _check(case)

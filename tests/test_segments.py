@@ -340,35 +340,6 @@ def test_the_multicast_twin_takes_segment_mode_where_the_split_is_its_to_choose(
     assert "_segments" not in parts.kernel_name, parts.kernel_name
 
 
-def test_the_forced_seesaw_at_64_heads_takes_its_segments_twin_under_segments(monkeypatch):
-    """Where the seesaw runs one row tile a token (64 heads at s_q 1, the seesaw forced:
-    `auto` runs the ring there), MLA_CUPY_SPLIT=segments runs the plain seesaw's `_segments`
-    twin: grid (1, SMs, 1), one CTA a share, no cluster; partials of 64 rows, the combine
-    told so.  Without the setting the forced seesaw keeps its splits; `auto` keeps the
-    ring's segment mode."""
-    monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
-    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
-    ring, _ = _launch(64)
-    assert ring.kernel_name.endswith("_hopper") and ring.grid == (1, 132, 1), (ring.kernel_name, ring.grid)
-    monkeypatch.setenv("MLA_CUPY_HOPPER_SCHEDULE", "seesaw")
-    split, _ = _launch(64)
-    assert split.kernel_name.endswith("_hopper_seesaw") and "_segments" not in split.kernel_name, split.kernel_name
-    monkeypatch.setenv("MLA_CUPY_SPLIT", "segments")
-    decode, combine = _launch(64)
-    assert decode.kernel_name.endswith("_causal_dense_fold0_hopper_seesaw_segments") and decode.grid == (1, 132, 1), \
-        (decode.kernel_name, decode.grid)
-    key = parse(decode.kernel_name)
-    assert not key.multicast and decode.smem == launch_config(key).smem_bytes
-    slot = decode.slots
-    assert slot[abi.DECODE.slot("segment_ctas")] == 132
-    lse_part = slot[abi.DECODE.slot("lse_part")]
-    assert slot[abi.DECODE.slot("seg_info")] == lse_part + 4 * (132 + B - 1) * 64
-    assert combine.slots[abi.COMBINE.slot("segment_rows")] == 64
-    # 32 heads fill half the seesaw's 64-row tile: no segment twin there
-    half, _ = _launch(32)
-    assert "_segments" not in half.kernel_name, half.kernel_name
-
-
 def test_the_portable_backend_never_takes_the_multicast_twin(monkeypatch):
     monkeypatch.delenv("MLA_CUPY_SPLIT", raising=False)
     monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
