@@ -568,8 +568,9 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     tools/results/NOTES.md session 40), the seesaw's `_segments` twin
     (variants.segments_supports: D_QK 576, null or causal mask) where a sequence's rows
     fill its pair of row tiles (one token of a multiple of 128 heads), one cluster of two
-    CTAs a share; and a split the dispatcher was free to choose (a ScalarArgs that chose num_partitions, no num_partitions_in, not
-    batch_invariant: a share depends on the whole batch).  One CTA an SM (the kernels'
+    CTAs a share; and a split the dispatcher was free to choose (a ScalarArgs that chose
+    num_partitions, no num_partitions_in, not batch_invariant: a share depends on the
+    whole batch).  One CTA an SM (the kernels'
     shared memory), one share a CTA (a cluster for the twin).  MLA_CUPY_SPLIT=partitions
     keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5
     to -6%, b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session
