@@ -570,12 +570,12 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     fill its pair of row tiles (one token of a multiple of 128 heads), one cluster of two
     CTAs a share; and a split the dispatcher was free to choose (a ScalarArgs that chose
     num_partitions, no num_partitions_in, not batch_invariant: a share depends on the
-    whole batch).  One CTA an SM (the kernels'
-    shared memory), one share a CTA (a cluster for the twin).  MLA_CUPY_SPLIT=partitions
-    keeps the splits.  (H200, the ring, against balanced splits: DeepSeek b64 ragged -5
-    to -6%, b8 h64 -9%, even batches equal, b1 h64 +3%: tools/results/NOTES.md session
-    33.  The twin against balanced splits: DeepSeek h128 ragged -1.2 to -1.7%, b32 h128
-    -2 to +1%, b128 h128 +0.8 to +2.5%: sessions 39-40.)"""
+    whole batch).  One CTA an SM (the kernels' shared memory), one share a CTA (a cluster
+    for the twin).  MLA_CUPY_SPLIT=partitions keeps the splits.  (H200, the ring, against
+    balanced splits: DeepSeek b64 ragged -5 to -6%, b8 h64 -9%, even batches equal, b1 h64
+    +3%: tools/results/NOTES.md session 33.  The twin against balanced splits: DeepSeek
+    h128 ragged -1.2 to -1.7%, b32 h128 -2 to +1%, b128 h128 +0.8 to +2.5%: sessions
+    39-40.)"""
     choice = environment.get(environment.SPLIT) or "auto"
     if choice not in SPLIT_CHOICES:
         raise ValueError(f"{environment.SPLIT}: expected one of {SPLIT_CHOICES}, got {choice!r}")
@@ -585,11 +585,12 @@ def segment_ctas(key: DecodeKey, tiling, scalar_args_buf, num_partitions_in, bat
     takes_segments = key.schedule is Schedule.NARROW or (
         key.backend is Backend.HOPPER and (twin or (key.schedule is Schedule.RING and ring_segments(key)))
         and (choice == "segments" or (host_batch >= 2 and not twin)))
+    share_ctas = 2 if twin else 1   # (segment_grid_x of the key the dispatcher then takes)
     if (choice == "partitions" or not takes_segments or records.is_byte_record(key.layout)
-            or tiling.grid_x != (2 if twin else 1) or split_len or num_partitions_in is not None
+            or tiling.grid_x != share_ctas or split_len or num_partitions_in is not None
             or batch_invariant or not isinstance(scalar_args_buf, ScalarArgs) or not scalar_args_buf.split_chosen):
         return 0
-    return sm_count_of_current_device() // segment_grid_x(dataclasses.replace(key, segments=twin, multicast=twin))
+    return sm_count_of_current_device() // share_ctas
 
 
 def segment_grid_x(key: DecodeKey) -> int:

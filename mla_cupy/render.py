@@ -392,7 +392,8 @@ def decode_template_values(key: DecodeKey) -> dict:
         group_scale=records.scales_at(key.layout) is not None,
         sparse=key.sparsity.value == "sparse",
         block_n=cfg.block_n, num_stages=cfg.num_stages, warps_n=cfg.warps_n,
-        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES, seesaw_segment_bytes=SEESAW_SEGMENT_BYTES,
+        num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
+        seesaw_segment_bytes=SEESAW_SEGMENT_BYTES,
         max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
         tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key))
