@@ -1,6 +1,7 @@
-# Session 41, call 1: the narrow kernel's RS math for dense fp8_ds_mla at 16 rows
-# (next_narrow_rs_math.patch): checked, memchecked, then timed beside HEAD.
-# Run as: OUT=$OUT bash tools/results/session41_call1.sh
+# Prepared in session 41 (no device was lent then; never run): the narrow kernel's RS math
+# for dense fp8_ds_mla at 16 rows (next_narrow_rs_math.patch): hopper_check narrow, the fp8
+# GPU file and memcheck of the RS cases on the patched tree, then the fp8 and bf16 h16 rows
+# beside HEAD (~450 s).  Run as: OUT=$OUT bash tools/results/next_session42_call1.sh
 . tools/results/device_steps.sh
 begin_call
 patched /tmp/rs next_narrow_rs_math.patch
