@@ -147,3 +147,16 @@ schedule_sweep() {
       --repeats "${REPEATS:-20}" --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L"
   done
 }
+# One custom-shape bench row for each layout in LAYOUTS (default "fp8_ds_mla fp8") in each
+# tree given (the repository root as `.`, patched copies by directory):
+# bench_shape_trees "BENCH-ARGS" TREES...  (session 41 on)
+bench_shape_trees() {
+  local args=$1 t layout; shift
+  for t in "$@"; do
+    for layout in ${LAYOUTS:-fp8_ds_mla fp8}; do
+      echo "== $t $args $layout" >> "$L"
+      (cd "$t" && PYTHONPATH=. timeout "${BENCH_TIMEOUT:-60}" python3 tools/bench.py $args --layout "$layout" \
+         --repeats "${REPEATS:-20}" --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L")
+    done
+  done
+}

@@ -14,11 +14,5 @@ check_tree /tmp/rs rs narrow
 (cd /tmp/rs && GPU_FILE_TIMEOUT=150 gpu_files rs fp8 sparse)
 C="sparse_ds_mla_b128_sq1_h32 sparse_ds_mla_b128_sq2_h16_fold"
 bench_trees . /tmp/rs
-for t in . /tmp/rs; do
-  for layout in fp8_ds_mla fp8; do
-    echo "== $t dense b128 h32 $layout" >> "$L"
-    (cd $t && PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size 128 --num-heads 32 --cache-len 8192 \
-       --layout $layout --repeats 20 --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L")
-  done
-done
+bench_shape_trees "--batch-size 128 --num-heads 32 --cache-len 8192" . /tmp/rs
 say done

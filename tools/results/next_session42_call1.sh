@@ -11,11 +11,5 @@ check_tree /tmp/rs rs narrow
 (cd /tmp/rs && GPU_FILE_TIMEOUT=150 gpu_files rs fp8)
 C="fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 b128_h16_s8192"
 bench_trees . /tmp/rs
-for t in . /tmp/rs; do
-  for layout in fp8_ds_mla fp8; do
-    echo "== $t b8 $layout" >> "$L"
-    (cd $t && PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size 8 --num-heads 16 --cache-len 8192 \
-       --layout $layout --repeats 20 --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L")
-  done
-done
+bench_shape_trees "--batch-size 8 --num-heads 16 --cache-len 8192" . /tmp/rs
 say done

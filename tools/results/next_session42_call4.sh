@@ -34,9 +34,5 @@ PY
 say "memcheck sparse rs exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL\|done' /tmp/mc_sparse_rs.log | cut -c1-120 | tr '\n' ' ')"
 C="sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b128_sq1_h32"
 bench_trees . /tmp/rs
-for t in . /tmp/rs; do
-  echo "== $t sparse fp8 h16" >> "$L"
-  (cd $t && PYTHONPATH=. timeout 60 python3 tools/bench.py --batch-size 128 --num-heads 16 --cache-len 32768 \
-     --sparse-topk 2048 --layout fp8 --repeats 20 --check-seqs 2 2>&1 | grep -v "^#" | cut -c1-110 >> "$L")
-done
+LAYOUTS=fp8 bench_shape_trees "--batch-size 128 --num-heads 16 --cache-len 32768 --sparse-topk 2048" . /tmp/rs
 say done
