@@ -1,0 +1,53 @@
+# Prepared in session 42 (no device was lent in sessions 41-42; never run).  Replaces
+# session 41's next_session42_call{1,4}.sh: the dense and the sparse RS patches are checked
+# together, stacked in one tree (the dense RS kernels' SASS is byte-identical with and
+# without the sparse patch, nvcc 13, four variants compared in session 42, and the sparse
+# patch leaves dense routing as it is), so the kernel cache is warmed and hopper_check run
+# once.  ~480 s with a cold start.  Run as: OUT=$OUT bash tools/results/next_rs_call1.sh
+#   1. hopper_check --schedule narrow, the fp8 and sparse GPU files (both RS);
+#   2. memcheck: hopper_check's dense RS cases (32, 28, 33, 31) and forced-narrow sparse
+#      cases with garbage indices (16 rows: h16 unfolded, h8 folded at s_q 2; both layouts);
+#   3. rows beside HEAD, two rounds: fp8_ds_mla and fp8 dense b128 h16 (predicted 272 ->
+#      180-215 and 257 -> 165-200 us), bf16 b128 h16 (unchanged), sparse fp8_ds_mla b128
+#      h16 (101 -> 65-85) and h32 (the control: unchanged); then b8 h16 dense of both
+#      layouts (-20 to -35%) and sparse `fp8` b128 h16 (-20 to -35%).
+# A failed check stops the call after the GPU files (their logs are the diagnosis).
+. tools/results/device_steps.sh
+begin_call
+patched /tmp/rs next_narrow_rs_math.patch
+(cd /tmp/rs && git apply tools/results/next_narrow_rs_sparse.patch) || say "apply sparse failed"
+(cd /tmp/rs && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_rs.txt 2>&1)
+say "warm rs: $(head -1 /tmp/warm_rs.txt)"
+check_tree /tmp/rs rs narrow; rc=$?
+(cd /tmp/rs && GPU_FILE_TIMEOUT=120 gpu_files rs fp8 sparse)
+[ $rc -eq 0 ] || { say "check failed: stop"; exit 0; }
+for c in 32 28 33 31; do
+  (cd /tmp/rs && PYTHONPATH=. timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \
+     python3 tools/hopper_check.py --schedule narrow --case $c > /tmp/mc_$c.log 2>&1)
+  say "memcheck case $c exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL' /tmp/mc_$c.log | cut -c1-150 | tr '\n' ' ')"
+done
+(cd /tmp/rs && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 150 compute-sanitizer --tool memcheck \
+   --error-exitcode 1 python3 - > /tmp/mc_sparse_rs.log 2>&1 <<'PY'
+import numpy as np
+import cupy
+from mla_cupy.testing import check_case, make_sparse_case
+cupy.cuda.set_allocator(None)   # every array its own allocation: an overrun leaves it
+rng = np.random.default_rng(41)
+for layout in ("fp8_ds_mla", "fp8"):
+    for fold, heads, seq_lens in ((False, 16, [1, 0, 1]), (True, 8, [2, 0, 1])):
+        case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[9, 5, 300], layout=layout,
+                                indices_stride=70, num_heads=heads, fold=fold, topk="random",
+                                extra_stride=9, extra_page_size=3, valid_fraction=0.5, sink="random")
+        for p in (1, 3):
+            cmp, *_ = check_case(case, num_partitions=p)
+            print(layout, "fold" if fold else "", f"P={p}", "PASS" if cmp.ok else "FAIL", cmp.message, flush=True)
+            assert cmp.ok, case.describe()
+print("sparse rs memcheck cases done")
+PY
+)
+say "memcheck sparse rs exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL\|done' /tmp/mc_sparse_rs.log | cut -c1-120 | tr '\n' ' ')"
+C="fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 b128_h16_s8192 sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b128_sq1_h32"
+bench_trees . /tmp/rs
+bench_shape_trees "--batch-size 8 --num-heads 16 --cache-len 8192" . /tmp/rs
+LAYOUTS=fp8 bench_shape_trees "--batch-size 128 --num-heads 16 --cache-len 32768 --sparse-topk 2048" . /tmp/rs
+say done

@@ -1,0 +1,30 @@
+# Prepared in session 42 (never run); after next_rs_call1.sh passed.  ~420 s with a cold start.
+# Run as: OUT=$OUT bash tools/results/next_rs_call2.sh
+#   1. In parallel: the dense GPU file on the 16-row RS stack (its fp8 cases route there),
+#      and the forced-portable dense, sparse and fp8 files on HEAD (owed since session 40;
+#      no portable kernel or routing changed since session 39's run).  All pass.
+#   2. The 32-row stack (wip_narrow_rs_m32.patch on both 16-row patches): hopper_check
+#      narrow, the fp8 and sparse files; then its 32-row rows beside the 16-row stack, two
+#      rounds: sparse fp8_ds_mla b128 h32 and h16 folded at s_q 2, dense fp8_ds_mla and fp8
+#      b128 h32.  Predicted: the 32-row rows -20 to -35% (the producer form's per-tile
+#      skeleton gone, as at 16 rows).
+. tools/results/device_steps.sh
+begin_call
+patched /tmp/rs next_narrow_rs_math.patch
+(cd /tmp/rs && git apply tools/results/next_narrow_rs_sparse.patch) || say "apply sparse failed"
+(cd /tmp/rs && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_rs.txt 2>&1)
+say "warm rs: $(head -1 /tmp/warm_rs.txt)"
+(cd /tmp/rs && GPU_FILE_TIMEOUT=300 gpu_files rs dense) &
+PORTABLE_TIMEOUT=300 portable dense sparse fp8
+wait
+rm -rf /tmp/m32 && cp -r /tmp/rs /tmp/m32 && (cd /tmp/m32 && git apply tools/results/wip_narrow_rs_m32.patch) \
+  || say "apply m32 failed"
+(cd /tmp/m32 && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_m32.txt 2>&1)
+say "warm m32: $(head -1 /tmp/warm_m32.txt)"
+check_tree /tmp/m32 m32 narrow; rc=$?
+(cd /tmp/m32 && GPU_FILE_TIMEOUT=120 gpu_files m32 fp8 sparse)
+[ $rc -eq 0 ] || { say "m32 check failed: stop"; exit 0; }
+C="sparse_ds_mla_b128_sq1_h32 sparse_ds_mla_b128_sq2_h16_fold"
+bench_trees /tmp/rs /tmp/m32
+bench_shape_trees "--batch-size 128 --num-heads 32 --cache-len 8192" /tmp/rs /tmp/m32
+say done
