@@ -1,13 +1,18 @@
-# Prepared in session 42 (never run); after next_rs_call1.sh passed.  ~420 s with a cold start.
+# Prepared in session 42 (never run); after next_rs_call1.sh passed.  ~550 s with a cold start.
 # Run as: OUT=$OUT bash tools/results/next_rs_call2.sh
 #   1. In parallel: the dense GPU file on the 16-row RS stack (its fp8 cases route there),
 #      and the forced-portable dense, sparse and fp8 files on HEAD (owed since session 40;
 #      no portable kernel or routing changed since session 39's run).  All pass.
-#   2. The 32-row stack (wip_narrow_rs_m32.patch on both 16-row patches): hopper_check
-#      narrow, the fp8 and sparse files; then its 32-row rows beside the 16-row stack, two
-#      rounds: sparse fp8_ds_mla b128 h32 and h16 folded at s_q 2, dense fp8_ds_mla and fp8
-#      b128 h32.  Predicted: the 32-row rows -20 to -35% (the producer form's per-tile
-#      skeleton gone, as at 16 rows).
+#   2. The 32-row stack (wip_narrow_rs_m32.patch and next_narrow_rs_cleanup.patch on both
+#      16-row patches: every narrow fp8 kernel RS, the producer's decode code removed; the
+#      cleanup's 16-bit narrow SASS is byte-identical, its fp8 kernels' shared-memory
+#      layout 56 bytes shorter): hopper_check narrow, the fp8 and sparse files (the
+#      group-scale bound test now at 16 and 32 rows); on a failed check the m32 patch alone
+#      is checked too, to say which of the two broke it.  Then memcheck of 32-row sparse
+#      cases with garbage indices (h32; h16 folded at s_q 2; both layouts), and the 32-row
+#      rows beside the 16-row stack, one round: sparse fp8_ds_mla b128 h32 and h16 folded
+#      at s_q 2, dense fp8_ds_mla and fp8 b128 h32.  Predicted: 0 errors; the 32-row rows
+#      -20 to -35% (the producer form's per-tile skeleton gone, as at 16 rows).
 . tools/results/device_steps.sh
 begin_call
 patched /tmp/rs next_narrow_rs_math.patch
@@ -17,14 +22,39 @@ say "warm rs: $(head -1 /tmp/warm_rs.txt)"
 (cd /tmp/rs && GPU_FILE_TIMEOUT=300 gpu_files rs dense) &
 PORTABLE_TIMEOUT=300 portable dense sparse fp8
 wait
-rm -rf /tmp/m32 && cp -r /tmp/rs /tmp/m32 && (cd /tmp/m32 && git apply tools/results/wip_narrow_rs_m32.patch) \
-  || say "apply m32 failed"
+rm -rf /tmp/m32 && cp -r /tmp/rs /tmp/m32 && (cd /tmp/m32 && git apply tools/results/wip_narrow_rs_m32.patch \
+  && git apply tools/results/next_narrow_rs_cleanup.patch) || say "apply m32 / cleanup failed"
 (cd /tmp/m32 && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_m32.txt 2>&1)
 say "warm m32: $(head -1 /tmp/warm_m32.txt)"
 check_tree /tmp/m32 m32 narrow; rc=$?
 (cd /tmp/m32 && GPU_FILE_TIMEOUT=120 gpu_files m32 fp8 sparse)
-[ $rc -eq 0 ] || { say "m32 check failed: stop"; exit 0; }
+if [ $rc -ne 0 ]; then
+  rm -rf /tmp/m32a && cp -r /tmp/rs /tmp/m32a && (cd /tmp/m32a && git apply tools/results/wip_narrow_rs_m32.patch \
+    && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /dev/null 2>&1)
+  check_tree /tmp/m32a m32_alone narrow
+  say "m32 check failed: stop"; exit 0
+fi
+(cd /tmp/m32 && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 120 compute-sanitizer --tool memcheck \
+   --error-exitcode 1 python3 - > /tmp/mc_m32.log 2>&1 <<'PY'
+import numpy as np
+import cupy
+from mla_cupy.testing import check_case, make_sparse_case
+cupy.cuda.set_allocator(None)   # every array its own allocation: an overrun leaves it
+rng = np.random.default_rng(42)
+for layout in ("fp8_ds_mla", "fp8"):   # 32 rows: h32 unfolded, h16 folded at s_q 2
+    for fold, heads, seq_lens in ((False, 32, [1, 0, 1]), (True, 16, [2, 0, 2])):
+        case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[9, 5, 300], layout=layout,
+                                indices_stride=70, num_heads=heads, fold=fold, topk="random",
+                                extra_stride=9, extra_page_size=3, valid_fraction=0.5, sink="random")
+        for p in (1, 3):
+            cmp, *_ = check_case(case, num_partitions=p)
+            print(layout, "fold" if fold else "", f"P={p}", "PASS" if cmp.ok else "FAIL", cmp.message, flush=True)
+            assert cmp.ok, case.describe()
+print("m32 memcheck cases done")
+PY
+)
+say "memcheck m32 exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL\|done' /tmp/mc_m32.log | cut -c1-120 | tr '\n' ' ')"
 C="sparse_ds_mla_b128_sq1_h32 sparse_ds_mla_b128_sq2_h16_fold"
-bench_trees /tmp/rs /tmp/m32
+ROUNDS=1 bench_trees /tmp/rs /tmp/m32
 bench_shape_trees "--batch-size 128 --num-heads 32 --cache-len 8192" /tmp/rs /tmp/m32
 say done
