@@ -5,7 +5,9 @@
 #      FlashMLA rows within +-0.02 of session 40's ratios (their kernels unchanged), except
 #      where the RS kernels route (none of these rows: h64/h128 sparse run the ring).
 #   2. The fp8 and sparse-more rows for the README's fp8 table (the dense fp8 rows and the
-#      h16 / h32 sparse rows, which no peer runs) into $OUT/fp8/.
+#      h16 / h32 sparse rows, which no peer runs) into $OUT/fp8/; then ours alone, for the
+#      record (no same-run baseline): dense b8 h16 of both fp8 layouts and sparse `fp8`
+#      b128 h16.
 . tools/results/device_steps.sh
 L=$OUT/log.txt; : > "$L"; T0=$SECONDS
 PEER_TIMEOUT=300 peer_all_rows
@@ -14,4 +16,6 @@ mkdir -p "$OUT/fp8"
    sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b128_sq1_h32 --repeats 20 > /dev/null 2>&1)
 say "fp8 rows $?"
 cut -c1-230 "$OUT/fp8/bench.log" | grep -v "^# wrote" >> "$L"
+bench_shape_trees "--batch-size 8 --num-heads 16 --cache-len 8192" .
+LAYOUTS=fp8 bench_shape_trees "--batch-size 128 --num-heads 16 --cache-len 32768 --sparse-topk 2048" .
 say done
