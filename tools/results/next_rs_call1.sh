@@ -36,24 +36,7 @@ for c in 32 28 33 31; do
   say "memcheck case $c exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL' /tmp/mc_$c.log | cut -c1-150 | tr '\n' ' ')"
 done
 (cd /tmp/rs && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 150 compute-sanitizer --tool memcheck \
-   --error-exitcode 1 python3 - > /tmp/mc_sparse_rs.log 2>&1 <<'PY'
-import numpy as np
-import cupy
-from mla_cupy.testing import check_case, make_sparse_case
-cupy.cuda.set_allocator(None)   # every array its own allocation: an overrun leaves it
-rng = np.random.default_rng(41)
-for layout in ("fp8_ds_mla", "fp8"):
-    for fold, heads, seq_lens in ((False, 16, [1, 0, 1]), (True, 8, [2, 0, 1])):
-        case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[9, 5, 300], layout=layout,
-                                indices_stride=70, num_heads=heads, fold=fold, topk="random",
-                                extra_stride=9, extra_page_size=3, valid_fraction=0.5, sink="random")
-        for p in (1, 3):
-            cmp, *_ = check_case(case, num_partitions=p)
-            print(layout, "fold" if fold else "", f"P={p}", "PASS" if cmp.ok else "FAIL", cmp.message, flush=True)
-            assert cmp.ok, case.describe()
-print("sparse rs memcheck cases done")
-PY
-)
+   --error-exitcode 1 python3 tools/results/rs_memcheck_cases.py 16 41 > /tmp/mc_sparse_rs.log 2>&1)
 say "memcheck sparse rs exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL\|done' /tmp/mc_sparse_rs.log | cut -c1-120 | tr '\n' ' ')"
 C="fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 b128_h16_s8192 sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b128_sq1_h32"
 ROUNDS=1 bench_trees . /tmp/rs /tmp/rsa

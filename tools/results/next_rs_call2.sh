@@ -35,24 +35,7 @@ if [ $rc -ne 0 ]; then
   say "m32 check failed: stop"; exit 0
 fi
 (cd /tmp/m32 && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 120 compute-sanitizer --tool memcheck \
-   --error-exitcode 1 python3 - > /tmp/mc_m32.log 2>&1 <<'PY'
-import numpy as np
-import cupy
-from mla_cupy.testing import check_case, make_sparse_case
-cupy.cuda.set_allocator(None)   # every array its own allocation: an overrun leaves it
-rng = np.random.default_rng(42)
-for layout in ("fp8_ds_mla", "fp8"):   # 32 rows: h32 unfolded, h16 folded at s_q 2
-    for fold, heads, seq_lens in ((False, 32, [1, 0, 1]), (True, 16, [2, 0, 2])):
-        case = make_sparse_case(rng, seq_lens=seq_lens, cache_lens=[9, 5, 300], layout=layout,
-                                indices_stride=70, num_heads=heads, fold=fold, topk="random",
-                                extra_stride=9, extra_page_size=3, valid_fraction=0.5, sink="random")
-        for p in (1, 3):
-            cmp, *_ = check_case(case, num_partitions=p)
-            print(layout, "fold" if fold else "", f"P={p}", "PASS" if cmp.ok else "FAIL", cmp.message, flush=True)
-            assert cmp.ok, case.describe()
-print("m32 memcheck cases done")
-PY
-)
+   --error-exitcode 1 python3 tools/results/rs_memcheck_cases.py 32 42 > /tmp/mc_m32.log 2>&1)
 say "memcheck m32 exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL\|done' /tmp/mc_m32.log | cut -c1-120 | tr '\n' ' ')"
 C="sparse_ds_mla_b128_sq1_h32 sparse_ds_mla_b128_sq2_h16_fold"
 ROUNDS=1 bench_trees /tmp/rs /tmp/m32
