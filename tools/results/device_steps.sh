@@ -160,3 +160,12 @@ bench_shape_trees() {
     done
   done
 }
+# A copy of the tree at DIR with PATCHES (files in tools/results/) applied in order, its
+# kernel cache warmed, labelled LABEL in the log: patched_stack DIR LABEL PATCH...  (session 42 on)
+patched_stack() {
+  local dir=$1 label=$2 p; shift 2
+  rm -rf "$dir" && cp -r . "$dir" || say "copy $dir failed"
+  for p in "$@"; do (cd "$dir" && git apply "tools/results/$p") || say "apply $p failed"; done
+  (cd "$dir" && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > "/tmp/warm_$label.txt" 2>&1)
+  say "warm $label: $(head -1 "/tmp/warm_$label.txt")"
+}

@@ -18,17 +18,12 @@
 # A failed check stops the call after the GPU files (their logs are the diagnosis).
 . tools/results/device_steps.sh
 begin_call
-patched /tmp/rs next_narrow_rs_math.patch
-(cd /tmp/rs && git apply tools/results/next_narrow_rs_sparse.patch) || say "apply sparse failed"
-(cd /tmp/rs && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_rs.txt 2>&1)
-say "warm rs: $(head -1 /tmp/warm_rs.txt)"
+STACK="next_narrow_rs_math.patch next_narrow_rs_sparse.patch"
+patched_stack /tmp/rs rs $STACK
 check_tree /tmp/rs rs narrow; rc=$?
 (cd /tmp/rs && GPU_FILE_TIMEOUT=120 gpu_files rs fp8 sparse)
 [ $rc -eq 0 ] || { say "check failed: stop"; exit 0; }
-rm -rf /tmp/rsa && cp -r /tmp/rs /tmp/rsa && (cd /tmp/rsa && git apply tools/results/wip_narrow_rs_raw_ahead.patch) \
-  || say "apply raw_ahead failed"
-(cd /tmp/rsa && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_rsa.txt 2>&1)
-say "warm rsa: $(head -1 /tmp/warm_rsa.txt)"
+patched_stack /tmp/rsa rsa $STACK wip_narrow_rs_raw_ahead.patch
 check_tree /tmp/rsa rsa narrow
 for c in 32 28 33 31; do
   (cd /tmp/rs && PYTHONPATH=. timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \

@@ -15,22 +15,16 @@
 #      -20 to -35% (the producer form's per-tile skeleton gone, as at 16 rows).
 . tools/results/device_steps.sh
 begin_call
-patched /tmp/rs next_narrow_rs_math.patch
-(cd /tmp/rs && git apply tools/results/next_narrow_rs_sparse.patch) || say "apply sparse failed"
-(cd /tmp/rs && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_rs.txt 2>&1)
-say "warm rs: $(head -1 /tmp/warm_rs.txt)"
+STACK="next_narrow_rs_math.patch next_narrow_rs_sparse.patch"
+patched_stack /tmp/rs rs $STACK
 (cd /tmp/rs && GPU_FILE_TIMEOUT=300 gpu_files rs dense) &
 PORTABLE_TIMEOUT=300 portable dense sparse fp8
 wait
-rm -rf /tmp/m32 && cp -r /tmp/rs /tmp/m32 && (cd /tmp/m32 && git apply tools/results/wip_narrow_rs_m32.patch \
-  && git apply tools/results/next_narrow_rs_cleanup.patch) || say "apply m32 / cleanup failed"
-(cd /tmp/m32 && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /tmp/warm_m32.txt 2>&1)
-say "warm m32: $(head -1 /tmp/warm_m32.txt)"
+patched_stack /tmp/m32 m32 $STACK wip_narrow_rs_m32.patch next_narrow_rs_cleanup.patch
 check_tree /tmp/m32 m32 narrow; rc=$?
 (cd /tmp/m32 && GPU_FILE_TIMEOUT=120 gpu_files m32 fp8 sparse)
 if [ $rc -ne 0 ]; then
-  rm -rf /tmp/m32a && cp -r /tmp/rs /tmp/m32a && (cd /tmp/m32a && git apply tools/results/wip_narrow_rs_m32.patch \
-    && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > /dev/null 2>&1)
+  patched_stack /tmp/m32a m32_alone $STACK wip_narrow_rs_m32.patch
   check_tree /tmp/m32a m32_alone narrow
   say "m32 check failed: stop"; exit 0
 fi
