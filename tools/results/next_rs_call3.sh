@@ -1,6 +1,8 @@
 # Prepared in session 42 (never run): after the RS patches landed (.whl carried; COMMIT =
-# the landed commit).  ~300 s with a cold start.  Run as:
+# the landed commit).  ~300 s with a cold start (session 40's peer run of these rows: 70 s).  Run as:
 #   COMMIT=<landed> OUT=$OUT bash tools/results/next_rs_call3.sh
+#   0. The landed tree as committed (whatever subset of the patches landed): hopper_check
+#      narrow and the fp8 and sparse GPU files.
 #   1. Every README peer row at the landed commit (peer_all_rows): the bf16 and sparse
 #      FlashMLA rows within +-0.02 of session 40's ratios (their kernels unchanged), except
 #      where the RS kernels route (none of these rows: h64/h128 sparse run the ring).
@@ -9,7 +11,9 @@
 #      record (no same-run baseline): dense b8 h16 of both fp8 layouts and sparse `fp8`
 #      b128 h16.
 . tools/results/device_steps.sh
-L=$OUT/log.txt; : > "$L"; T0=$SECONDS
+begin_call
+check_tree . landed narrow
+GPU_FILE_TIMEOUT=120 gpu_files landed fp8 sparse
 PEER_TIMEOUT=300 peer_all_rows
 mkdir -p "$OUT/fp8"
 (OUT=$OUT/fp8 timeout 200 bash tools/gpu_bench.sh fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 \
