@@ -15,14 +15,18 @@
 #      65-85) and h32 (the control: unchanged); a second round of the three fp8 h16 rows on
 #      the two RS trees.  raw_ahead: -5 to -15% where the RS math bounds a row (the ~30
 #      cycles of each of 17 steps' ldmatrix no longer exposed), flat where the loads do.
-# A failed check stops the call after the GPU files (their logs are the diagnosis).
+# A failed check stops the call after the GPU files and tools/results/rs_diagnose.py (which
+# map is wrong: S^T's K order, O^T's columns, or neither).
 . tools/results/device_steps.sh
 begin_call
 STACK="next_narrow_rs_math.patch next_narrow_rs_sparse.patch"
 patched_stack /tmp/rs rs $STACK
 check_tree /tmp/rs rs narrow; rc=$?
 (cd /tmp/rs && GPU_FILE_TIMEOUT=120 gpu_files rs fp8 sparse)
-[ $rc -eq 0 ] || { say "check failed: stop"; exit 0; }
+if [ $rc -ne 0 ]; then   # where it goes wrong (S^T's K order, O^T's columns, or neither)
+  (cd /tmp/rs && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 120 python3 tools/results/rs_diagnose.py >> "$L" 2>&1)
+  say "check failed: stop"; exit 0
+fi
 patched_stack /tmp/rsa rsa $STACK wip_narrow_rs_raw_ahead.patch
 RSA=/tmp/rsa
 check_tree /tmp/rsa rsa narrow || { say "rsa check failed: rows without it"; RSA=; }

@@ -24,6 +24,8 @@ patched_stack /tmp/m32 m32 $STACK wip_narrow_rs_m32.patch next_narrow_rs_cleanup
 check_tree /tmp/m32 m32 narrow; rc=$?
 (cd /tmp/m32 && GPU_FILE_TIMEOUT=120 gpu_files m32 fp8 sparse)
 if [ $rc -ne 0 ]; then
+  (cd /tmp/m32 && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 120 python3 tools/results/rs_diagnose.py \
+     --heads 32 >> "$L" 2>&1)
   patched_stack /tmp/m32a m32_alone $STACK wip_narrow_rs_m32.patch
   check_tree /tmp/m32a m32_alone narrow
   say "m32 check failed: stop"; exit 0
