@@ -3,7 +3,7 @@
 # 254.0 -> 251.8 -> 211.8, sparse h16 101.4 -> 80.1 -> 73.1).  One tree with the whole
 # stack (math, sparse, raw_ahead, three_groups, m32, cleanup): checked, its dense / fp8 /
 # sparse GPU files in parallel with the forced-portable files owed since session 40, 16- and
-# 32-row sparse memcheck, then rows beside the 16-row rs + raw_ahead tree, two rounds.
+# 32-row sparse memcheck, then rows beside the 16-row rs + raw_ahead tree, one round (device budget).
 # Predicted: three_groups at 16 rows -5 to -20% if the math still bounds (raw_ahead's
 # 13-16% says it did), flat if the loads now do; 32-row rows (sparse h32, sparse h16 fold
 # s_q 2, dense b128 h32 of both layouts) -20 to -35%.  On a failed check: rs_diagnose at 32
@@ -21,8 +21,8 @@ if [ $rc -ne 0 ]; then
   check_tree /tmp/no3 no3 narrow
   say "fin check failed: stop"; exit 0
 fi
-(cd /tmp/fin && GPU_FILE_TIMEOUT=260 gpu_files fin dense fp8 sparse) &
-PORTABLE_TIMEOUT=260 portable dense sparse fp8
+(cd /tmp/fin && GPU_FILE_TIMEOUT=230 gpu_files fin dense fp8 sparse) &
+PORTABLE_TIMEOUT=230 portable dense sparse fp8
 wait
 for n in "16 41" "32 42"; do
   (cd /tmp/fin && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 120 compute-sanitizer --tool memcheck \
@@ -31,6 +31,6 @@ for n in "16 41" "32 42"; do
 done
 patched_stack /tmp/rsa rsa next_narrow_rs_math.patch next_narrow_rs_sparse.patch wip_narrow_rs_raw_ahead.patch
 C="fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b128_sq1_h32 sparse_ds_mla_b128_sq2_h16_fold"
-ROUNDS=2 bench_trees /tmp/rsa /tmp/fin
+ROUNDS=1 bench_trees /tmp/rsa /tmp/fin
 bench_shape_trees "--batch-size 128 --num-heads 32 --cache-len 8192" /tmp/rsa /tmp/fin
 say done
