@@ -131,7 +131,7 @@ def launch_config(key: DecodeKey) -> LaunchConfig:
             # warpgroups, then the loading warp's warpgroup (or the producer's two).
             return LaunchConfig(key.tile_rows, block_n, stages, 1,
                                 128 * (narrow_consumers(key) + narrow_producers(key)),
-                                _narrow_fixed_bytes(key) + stages * (block_n * 128 + 16))
+                                _narrow_fixed_bytes(key) + stages * _narrow_stage_bytes(key))
         # P words and row factors of 128 threads, a full and an empty mbarrier per
         # buffer (the producer warpgroup's hand-over), and a third for its raw bytes
         # (fp8 layouts); sparse: a token interval (int2) per ring slot; dense 16-bit:
@@ -241,8 +241,18 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     as many 8 KiB column-chunk slots as fit."""
     block_n, stages = HOPPER_TILES[key.schedule]
     if key.schedule is Schedule.NARROW:
-        stages = (HOPPER_SMEM_PER_BLOCK - _narrow_fixed_bytes(key)) // (block_n * 128 + 16)
+        stages = (HOPPER_SMEM_PER_BLOCK - _narrow_fixed_bytes(key)) // _narrow_stage_bytes(key)
     return block_n, stages
+
+
+def _narrow_stage_bytes(key: DecodeKey) -> int:
+    """Shared memory of one stage of a narrow kernel: a slot (one 128-byte column chunk
+    of a 64-key tile) and its two mbarriers, or under narrow_rs a tile of raw records and
+    its two mbarriers."""
+    block_n = HOPPER_TILES[Schedule.NARROW][0]
+    if narrow_rs(key):   # (sparse: and the tokens that see each key of the tile, an int2 a key)
+        return block_n * (raw_stride(key) + (8 if key.sparsity is Sparsity.SPARSE else 0)) + 16
+    return block_n * 128 + 16
 
 
 # The narrow kernel's segment walks (the loader and up to two math warpgroups, two
@@ -279,6 +289,28 @@ def narrow_math_scales(key: DecodeKey) -> bool:
             and key.layout is Layout.FP8_DS_MLA and key.tile_rows == 16)
 
 
+def narrow_rs(key: DecodeKey) -> bool:
+    """Whether a narrow kernel's math warpgroup builds wgmma's A operand from the raw
+    records itself (RS: the e4m3 columns by ldmatrix and one conversion per two values,
+    `fp8_ds_mla`'s bf16 rope as it is), so that no producer decodes them into slots:
+    `fp8_ds_mla` (narrow_math_scales) and `fp8` records at 16 rows, which two loading
+    warps copy into a ring of whole tiles (sparse: gather, a record a key, and write
+    beside each tile the tokens that see its keys; mla_decode_narrow.cu.j2)."""
+    return (key.backend is Backend.HOPPER and key.schedule is Schedule.NARROW and key.tile_rows == 16
+            and key.layout in (Layout.FP8_DS_MLA, Layout.FP8))
+
+
+def raw_stride(key: DecodeKey) -> int:
+    """Bytes from one key's record to the next in a narrow kernel's raw tile: the record's,
+    or under narrow_rs the next odd number of 16-byte columns, so that ldmatrix's eight
+    rows (eight consecutive keys, one 16-byte column) fall in eight bank columns:
+    `fp8_ds_mla`'s 656 bytes as they are (41 columns), `fp8`'s 576 -> 592, 512 -> 528."""
+    stride = key.row_bytes
+    while narrow_rs(key) and (stride // 16) % 2 == 0:
+        stride += 16
+    return stride
+
+
 def narrow_consumers(key: DecodeKey) -> int:
     """Math warpgroups of a narrow kernel: two of 16 rows for a 32-row tile over 16-bit
     caches (one's MMAs run under the other's softmax); fp8 layouts keep one (their
@@ -293,6 +325,8 @@ def narrow_producers(key: DecodeKey) -> int:
     275 us of 355, tools/results/NOTES.md session 26) at 16 rows; 32 rows keep one (384
     threads cap a thread at 168 registers, and their 128 O^T accumulators then spill);
     16-bit caches one (its loading warp's)."""
+    if narrow_rs(key):
+        return 1   # two of its warps copy the records; nothing to decode
     return 2 if records.is_byte_record(key.layout) and key.tile_rows == 16 else 1
 
 
@@ -321,12 +355,15 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     the segment walks (16-bit caches), the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
-    keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE else 0   # int2 a key
+    # int2 a key (narrow_rs: counted in its stages)
+    keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE and not narrow_rs(key) else 0
     # narrow_math_scales: a P^T a scale group, and each key's group scales (float32)
     pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
-    key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) else 0
+    rs = narrow_rs(key)   # the records' tiles are its stages; the math reads the scales there
+    key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) and not rs else 0
     return (key.d_qk * 2 * rows + pt_copies * rows * 2 * block_n
-            + (block_n * key.row_bytes + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
+            + (block_n * key.row_bytes * (0 if rs else 1) + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
+            + (2 * 8 if rs else 0)
             + 4 * rows * 4 + keytok + key_scales + (0 if raw else NARROW_WALK_BYTES) + 1024)
 
 
@@ -396,7 +433,8 @@ def decode_template_values(key: DecodeKey) -> dict:
         seesaw_segment_bytes=SEESAW_SEGMENT_BYTES,
         max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
-        tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key))
+        tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key),
+        rs=narrow_rs(key), raw_stride=raw_stride(key))
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

@@ -125,17 +125,22 @@ def test_each_schedule_renders_its_own_kernel(key):
 HOPPER_KEYS = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"]
 
 
-def test_narrow_fp8_kernels_at_16_rows_dequantise_in_two_warpgroups():
-    """The narrow kernel's fp8 producer runs in two warpgroups at 16 rows (fp8_ds_mla
-    h16 369 -> 320 us on the H200, NOTES.md session 26) and in one at 32 rows, whose
-    O^T accumulators need more than the 168 registers 384 threads leave; the launch,
-    the rendered constant and the thread count agree."""
-    from mla_cupy.render import narrow_consumers, narrow_producers
+def test_narrow_fp8_kernels_decode_in_the_math_at_16_rows_and_in_a_producer_at_32():
+    """The narrow kernel's fp8 records at 16 rows, dense or sparse, are read by the math
+    warpgroup itself (render.narrow_rs: two warps of one warpgroup copy them); at 32 rows
+    one producer warpgroup decodes them (O^T's accumulators need more than the 168
+    registers 384 threads leave); the launch, the rendered constant and the thread count
+    agree."""
+    from mla_cupy.render import narrow_consumers, narrow_producers, narrow_rs
     narrow = [k for k in HOPPER_KEYS if k.schedule.value == "narrow"]
-    assert {(k.layout.value, k.tile_rows) for k in narrow if narrow_producers(k) == 2} == {
-        (layout, 16) for layout in ("fp8", "fp8_ds_mla")}
+    assert {(k.layout.value, k.sparsity.value) for k in narrow if narrow_rs(k)} == {
+        (layout, sparsity) for layout in ("fp8", "fp8_ds_mla") for sparsity in ("dense", "sparse")}
+    assert all(k.tile_rows == 16 for k in narrow if narrow_rs(k))
+    assert not any(k.tile_rows == 16 and k.layout.value in ("fp8", "fp8_ds_mla") and not narrow_rs(k)
+                   for k in narrow)
     for key in narrow:
         producers = narrow_producers(key)
+        assert producers == 1, key.name
         assert launch_config(key).num_threads == 128 * (narrow_consumers(key) + producers), key.name
         assert f"constexpr int PRODUCERS = {producers};" in render(key), key.name
 
@@ -163,9 +168,9 @@ def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
     576-byte rows fall in two columns, 4-way conflicted, and 512-byte rows in one); the
     rendered kernel carries the skew.  A thread reads eight pieces of a group (ring: its
     128-column group; narrow: a quarter or a half of the latent columns, in groups of eight)."""
-    from mla_cupy.render import narrow_producers, raw_skew
+    from mla_cupy.render import narrow_producers, narrow_rs, raw_skew
     staged = [k for k in HOPPER_KEYS if k.schedule.value in ("narrow", "ring")
-              and k.layout.value in ("fp8", "fp8_ds_mla")]
+              and k.layout.value in ("fp8", "fp8_ds_mla") and not narrow_rs(k)]
     assert {k.schedule.value for k in staged} == {"narrow", "ring"}
     for key in staged:
         skew = raw_skew(key)
@@ -196,15 +201,22 @@ def test_every_hopper_wgmma_takes_the_operand_type_its_records_decode_to(key):
     """fp16 MMAs for fp16 caches, for `fp8` rows in the narrow schedule (e4m3 -> fp16 is
     exact and one conversion per two values; its bf16 queries go to fp16 in shared
     memory) and for `fp8_ds_mla` records in the 16-row narrow kernel (whose math applies
-    the group scales), bf16 for everything else (docs/spec.md section 3, Precision)."""
-    from mla_cupy.render import hopper_mma_type
+    the group scales), bf16 for everything else (docs/spec.md section 3, Precision).  The
+    dense ones of those at 16 rows (render.narrow_rs) carry one bf16 wgmma besides: the form
+    that reads `fp8_ds_mla`'s bf16 rope as it is (fp8's kernels never reach it: its SASS has
+    no BF16 HGMMA, checked on the CPU in session 41)."""
+    from mla_cupy.render import hopper_mma_type, narrow_rs
     narrow = key.schedule.value == "narrow"
     f16 = (key.layout.value == "fp16" or (key.layout.value == "fp8" and narrow)
            or (key.layout.value == "fp8_ds_mla" and narrow and key.tile_rows == 16))
     assert hopper_mma_type(key) == ("f16" if f16 else "bf16")
     src = render(key)
     wgmmas = [line for line in src.splitlines() if "wgmma.mma_async" in line]
-    assert wgmmas and all(".f32.f16.f16" in w if f16 else ".f32.bf16.bf16" in w for w in wgmmas), key.name
+    rope = [w for w in wgmmas if ".f32.bf16.bf16" in w] if narrow_rs(key) else []
+    assert len(rope) == (1 if narrow_rs(key) else 0), key.name
+    assert narrow_rs(key) == (narrow and key.tile_rows == 16 and key.layout.value in ("fp8", "fp8_ds_mla"))
+    assert wgmmas and all(".f32.f16.f16" in w if f16 else ".f32.bf16.bf16" in w
+                          for w in wgmmas if w not in rope), key.name
     if key.schedule.value == "narrow" and key.layout.value in ("fp8", "fp8_ds_mla"):
         assert ("constexpr bool MMA_F16 = true;" in src) == f16
         math_scales = key.layout.value == "fp8_ds_mla" and f16
@@ -367,7 +379,7 @@ def test_producer_ablations_edit_the_producer_and_compile(name, ablation, keep_m
     base = source if keep_mma else producer_ceiling.stripped_source(source)
     src = producer_ceiling.ablated_source(source, ablation, keep_mma)
     assert src != base
-    qk = src.index("{", src.index(producer_ceiling.STRIP[1][0])) + 1
+    qk = src.index("{", src.index(producer_ceiling.STRIP[-1][0])) + 1
     assert (src[qk:qk + len(" return;")] == " return;") != keep_mma   # stripped unless kept
     _nvrtc_compile(src, "ablation.cu")
 
@@ -388,12 +400,13 @@ def test_the_ring_without_key_reads_compiles():
                                       "strip+nolookup", "nocopy+noconvert+nostore", "idle", "nomath",
                                       "idle+nomath"])
 def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
-    """The narrow kernel (`fp8` rows at 16 rows): its wgmma helpers (wgmma_st, wgmma_ot)
-    are stripped, and each ablation edits its own producer (the fp16 decode, the bulk
-    copies, the stores into the slots), not the ring's; the result compiles."""
+    """The narrow kernel's producer form (`fp8` rows at 32 rows; at 16 the math reads the
+    records itself, render.narrow_rs): its wgmma helpers (wgmma_st, wgmma_ot) are stripped,
+    and each ablation edits its own producer (the fp16 decode, the bulk copies, the stores
+    into the slots), not the ring's; the result compiles."""
     from mla_cupy.variants import parse
     producer_ceiling = _tool("producer_ceiling")
-    name = "mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow"
+    name = "mla_decode_fp8_causal_dense_fold0_m32_hopper_narrow"
     source = render(parse(name))
     src = producer_ceiling.transformed_source((name,), ablation)
     abl, keep_mma = producer_ceiling.parse_ablation(ablation)
@@ -410,6 +423,38 @@ def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
     if "nomath" in abl:   # no MMA is issued: each issue call sits under a false condition
         assert src.count("if (false) {") == 2 and "j < 0; ++j) {\n        issue_ot(j - 1);" in src
     _nvrtc_compile(src, "narrow_ablation.cu")
+
+
+@pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nocopy", "strip+nolookup",
+                                      "noconvert", "nomath", "nocopy+nomath"])
+@pytest.mark.parametrize("name", ["mla_decode_fp8_ds_mla_null_dense_fold0_m16_hopper_narrow",
+                                  "mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow"])
+def test_producer_ablations_reach_the_narrow_kernels_register_operand_math(name, ablation):
+    """The narrow kernel over fp8 records (render.narrow_rs): 'strip' empties its RS wgmma
+    helper as well as the slot path's (else its MMAs would stay), noconvert feeds the raw
+    e4m3 bytes of all eight A-fragment conversions to the MMAs, nolookup and nocopy edit
+    its copying warps (not the unused producer's code), nomath leaves each raw tile's wait
+    and release only; the result compiles."""
+    from mla_cupy.variants import parse
+    producer_ceiling = _tool("producer_ceiling")
+    source = render(parse(name))
+    src = producer_ceiling.transformed_source((name,), ablation)
+    abl, keep_mma = producer_ceiling.parse_ablation(ablation)
+    for head in ("void wgmma_rs(", "void wgmma_st(", "void wgmma_ot("):
+        at = src.index("{", src.index(head)) + 1
+        assert (src[at:at + len(" return;")] == " return;") != keep_mma, head
+    base = source if keep_mma else producer_ceiling.stripped_source(source)
+    assert (src != base) == bool(abl)
+    if "noconvert" in abl:
+        assert "_to_f16x2(r[" not in src and "_to_f16x2(lo)" not in src and "_to_f16x2(hi)" not in src
+    if "nolookup" in abl:
+        assert "                const KeySource nxt = cur;\n" in src
+    if "nocopy" in abl:
+        assert src.count("const bool copy = false;") == 1
+    if "nomath" in abl:
+        assert src.count("if (false) {\n        rs_") == 2 and "j < 0; ++j) {\n        rs_ot(j - 1);" in src
+        assert "if (lane == 0) mbar_arrive(raw_empty(j));" in src
+    _nvrtc_compile(src, "narrow_rs_ablation.cu")
 
 
 def test_narrow_probe_compiles_and_its_reference_is_the_math():

@@ -1387,3 +1387,58 @@ def test_the_model_catches_a_persistent_loader_that_does_not_wait_for_empty():
     jobs = (3, 4, 2)
     wgs = persistent_warpgroups(jobs)[:5] + (persistent_loader(jobs, 1, R, wait_for_empty=False),)
     assert "lapped" in run(0, 2, wgs)
+
+
+# ---- the narrow kernel over fp8 records (render.narrow_rs) ----
+# No producer decodes them: two copying warps (a key a thread) bring each tile's records
+# into a ring of RAW_TILES raw tiles, announced on the tile's full mbarrier ("rfull": both
+# warps' arrivals, the bytes modelled as landed with them; sparse: the tokens that see each
+# key are written before the arrival).  Each math warpgroup waits for tile j before S^T(j)
+# and frees it once O^T(j)'s fragments are in registers (iteration j + 1, before it waits
+# for tile j + 1; the last tile after the loop), one arrival a warp ("rempty1": four, "rempty2":
+# eight for two math warpgroups).  A copying warp refills raw tile t % RAW_TILES only once
+# that barrier's phase for tile t - RAW_TILES completed.
+
+MBAR_PARTIES.update({"rfull": 2, "rempty1": 4, "rempty2": 8})
+
+
+def rs_math(empty, raw_tiles):
+    def math(n, _):
+        for j in range(n + 1):
+            if j >= 1:                                   # O^T(j - 1)'s fragments loaded
+                for _warp in range(4):
+                    yield "marrive", (empty, (j - 1) % raw_tiles), None
+            if j < n:
+                yield "mwait", ("rfull", j % raw_tiles), j // raw_tiles   # S^T(j)
+    return math
+
+
+def rs_copier(empty, raw_tiles, waits=True):
+    def warp(n, _):
+        for t in range(n):
+            if t >= raw_tiles and waits:
+                yield "mwait", (empty, t % raw_tiles), t // raw_tiles - 1
+            yield "marrive", ("rfull", t % raw_tiles), None
+    return warp
+
+
+def rs_warps(consumers, raw_tiles, empty=None, waits=True):
+    empty = empty or f"rempty{consumers}"
+    return (rs_math(empty, raw_tiles),) * consumers + (rs_copier(empty, raw_tiles, waits),) * 2
+
+
+@pytest.mark.parametrize("consumers", [1])
+@pytest.mark.parametrize("raw_tiles", [2, 4, 5])                  # the kernels: 4 (fp8_ds_mla), 5 (fp8)
+def test_narrow_raw_tile_ring_neither_hangs_nor_laps(consumers, raw_tiles):
+    warps = rs_warps(consumers, raw_tiles)
+    assert {n: run(n, raw_tiles, warps, 20) for n in range(14)} == {n: "ok" for n in range(14)}
+
+
+def test_the_model_catches_a_copying_warp_that_does_not_wait_for_empty():
+    assert "lapped" in run(9, 4, rs_warps(1, 4, waits=False), 20)
+
+
+def test_the_model_catches_a_raw_tile_freed_by_fewer_warps_than_its_barrier_counts():
+    """The math frees a raw tile with one arrival a warp; a barrier that counted
+    eight (two math warpgroups' warps) under one math warpgroup never completes."""
+    assert run(9, 4, rs_warps(1, 4, empty="rempty2"), 20).startswith("deadlock")

@@ -12,19 +12,21 @@ kernel without MMAs, one at a time, to say where its time goes (session 10 found
 it bound by the instructions it issues, NOTES.md):
   noscale    the group-scale multiply (fp8_ds_mla; what folding the scales into
              S and P would save)
-  noconvert  the whole e4m3 -> bf16 conversion (the raw bytes stored)
+  noconvert  the whole e4m3 -> bf16 conversion (the raw bytes stored; the narrow kernel
+             over fp8 records, render.narrow_rs: its A fragments' e4m3 -> fp16
+             conversions, the raw bytes fed to its MMAs)
   nostore    the dequantised tile's stores (the values kept alive, not written)
   nocopy     the bulk copies of the raw records (raw[s] completes on the warps'
              arrivals alone; the bytes dequantised are whatever the buffer held)
   noload     the pair schedule's register loads of the records (zeros dequantised;
              MLA_CUPY_HOPPER_SCHEDULE=pair)
-  nolookup   the narrow producer's key lookups past the first tile (each tile copies
-             and decodes the first tile's records again)
+  nolookup   the narrow producer's (narrow_rs: copying warps') key lookups past the
+             first tile (each tile copies and decodes the first tile's records again)
   idle       the narrow producer reduced to the hand-over: each slot's empty wait and
              the tile's publication, nothing copied, read, decoded or stored
   nomath     the narrow math warpgroup reduced to the hand-over: each tile's wait for
-             its chunks and their release, no MMA, softmax or P^T (with idle: the bare
-             hand-over)
+             its chunks (narrow_rs: its raw tile) and their release, no MMA, fragment,
+             softmax or P^T (with idle: the bare hand-over)
   nokeys     the ring's dense 16-bit key copies zero-fill instead of reading (cp.async
              with no source bytes): no key leaves DRAM, every hand-over, lookup, MMA and
              softmax stays (on zeros) — with --keep-mma, the ring's math and hand-overs
@@ -43,9 +45,12 @@ import argparse
 import sys
 
 # The wgmma issue helpers of each family, the first set found taken: the narrow kernel's
-# (S^T = K Q^T, O^T = V^T P^T; it also includes the ring's, unused), the ring's and
-# pair's (Q K^T, P V).
-STRIP = (("__device__ __forceinline__ void wgmma_st(", "__device__ __forceinline__ void wgmma_ot("),
+# over fp8 records (render.narrow_rs: its register-operand wgmma_rs, and the slot path's
+# helpers it also declares), the narrow kernel's (S^T = K Q^T, O^T = V^T P^T; it also
+# includes the ring's, unused), the ring's and pair's (Q K^T, P V).
+STRIP = (("__device__ __forceinline__ void wgmma_st(", "__device__ __forceinline__ void wgmma_ot(",
+          "__device__ __forceinline__ void wgmma_rs("),
+         ("__device__ __forceinline__ void wgmma_st(", "__device__ __forceinline__ void wgmma_ot("),
          ("__device__ __forceinline__ void wgmma_qk(", "__device__ __forceinline__ void wgmma_pv_tile("))
 
 
@@ -95,12 +100,26 @@ _N_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
              "        wait_landed(j);\n"
              "        release(j, 0, CHUNKS);\n"
              "    }\n")
+# The narrow kernel over fp8 records (render.narrow_rs): its math warpgroups' conversions
+# of the A fragments (S^T's latent columns, O^T's), its loop, and its copying warps' lookups
+_RS_CONVERT = [(f"a[{i}] = e4m3x2_{h}_to_f16x2({x});", f"a[{i}] = {x};") for i, h, x in (
+    (0, "lo", "r[h][2 * k]"), (1, "lo", "r[h][2 * k + 1]"), (2, "hi", "r[h][2 * k]"), (3, "hi", "r[h][2 * k + 1]"),
+    (0, "lo", "lo"), (1, "hi", "lo"), (2, "lo", "hi"), (3, "hi", "hi"))]
+_RS_MATH_FIRST = "    if (num_tiles > 0) {\n        rs_st(0);"
+_RS_MATH_LOOP = "    for (int j = 1; j < num_tiles; ++j) {\n        rs_ot(j - 1);"
+_RS_MATH_LAST = "    if (num_tiles > 0) {\n        rs_ot(num_tiles - 1);"
+_RS_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
+              "        mbar_wait(raw_full(j), static_cast<u32>((j / RAW_TILES) & 1));\n"
+              "        __syncwarp();\n"
+              "        if (lane == 0) mbar_arrive(raw_empty(j));\n"
+              "    }\n")
+_RS_LOOKUP = "                const KeySource nxt = resolve(ahead);   // (fetched a tile ago)\n"
 # name -> alternatives, each a list of (old, new) edits of the rendered fp8 kernel: the
 # first alternative whose edits are all found exactly once is applied (the narrow
 # kernel's before the ring's and pair's)
 ABLATIONS = {
     "noscale": [[("        if constexpr (SCALED) {", "        if constexpr (false) {")]],
-    "noconvert": [[(_N_LO, "                lo = v;"), (_N_HI, "                hi = v;")],
+    "noconvert": [_RS_CONVERT, [(_N_LO, "                lo = v;"), (_N_HI, "                hi = v;")],
                   [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")]],
     "nocopy": [[("            const bool copy = src.kpos != KPOS_INVALID;", "            const bool copy = false;")],
                [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")]],
@@ -114,14 +133,19 @@ ABLATIONS = {
                  "peer_smem(full_remote(g), peer));\n", "")]],
     # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
-    "nolookup": [[("            const KeySource nxt = resolve(ahead);", "            const KeySource nxt = cur;"),
+    "nolookup": [[(_RS_LOOKUP, "                const KeySource nxt = cur;\n"),
+                   ("                ahead = fetch(tile + 2);\n", "")],
+                 [("            const KeySource nxt = resolve(ahead);", "            const KeySource nxt = cur;"),
                   ("            ahead = fetch(tile + 2);\n", "")]],
     # the narrow kernel's two sides apart: its producer reduced to the hand-over (each
     # slot's empty wait and the tile's publication, nothing read, decoded or stored), and
     # its math warpgroup reduced to the hand-over (each tile's wait and its release; no
     # MMA, softmax or P^T): what each side costs with the other one instant
     "idle": [[(_N_PRODUCER_LOOP, _N_IDLE + _N_PRODUCER_LOOP)]],
-    "nomath": [[(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
+    "nomath": [[(_RS_MATH_FIRST, _RS_NOMATH + _RS_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
+                (_RS_MATH_LOOP, _RS_MATH_LOOP.replace("j < num_tiles", "j < 0")),
+                (_RS_MATH_LAST, _RS_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))],
+               [(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
                 (_N_MATH_LOOP, _N_MATH_LOOP.replace("j < num_tiles", "j < 0")),
                 (_N_MATH_LAST, _N_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))]],
     "nostore": [[(_N_STORE, _N_SINK)],

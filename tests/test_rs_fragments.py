@@ -1,0 +1,196 @@
+"""A NumPy model of the narrow kernel's RS math (render.narrow_rs: dense fp8_ds_mla and fp8
+at 16 rows; kernels/hopper/mla_decode_narrow.cu.j2): the lanes' ldmatrix addresses into a
+tile of raw records (render.raw_stride bytes a key), the registers ldmatrix gives them
+(plain and transposed), the e4m3 -> fp16 conversions and PRMTs that make wgmma A fragments
+of them, the K order in which load_q_rs stores Q, and the epilogue's columns.  Each is
+written here as the kernel's formula; the model composes them with the PTX ISA's fragment
+layouts and checks that S^T and O^T come out as the plain products of the decoded
+records.  A wrong address, byte selector or permutation in the kernel's formulas shows
+here, on the CPU."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from mla_cupy.render import narrow_rs, raw_stride
+from mla_cupy.variants import parse
+
+D_LATENT = 512
+KEYS, ROWS = 64, 16
+# (variant, its record's bytes, the rope's offset and width, whether the rope is bf16)
+LAYOUTS = {"fp8_ds_mla": ("mla_decode_fp8_ds_mla_causal_dense_fold0_m16_hopper_narrow", 656, 528, 64, True),
+           "fp8": ("mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow", 576, 512, 64, False),
+           "fp8_qk512": ("mla_decode_fp8_causal_dense_fold0_qk512_m16_hopper_narrow", 512, 512, 0, False)}
+
+E4M3 = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def layout(name):
+    variant, row_bytes, rope_at, d_rope, bf16_rope = LAYOUTS[name]
+    key = parse(variant)
+    assert narrow_rs(key) and key.row_bytes == row_bytes
+    return raw_stride(key), row_bytes, rope_at, d_rope, bf16_rope
+
+
+def random_e4m3(rng, shape):
+    b = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    b[(b & 0x7F) == 0x7F] = 0x10   # no NaN codes
+    return b
+
+
+def records(rng, name):
+    """A tile of 64 records at the kernel's stride: finite e4m3 latent bytes, the rope
+    (bf16 or e4m3); returns the tile's bytes, the decoded latent columns and the rope."""
+    stride, row_bytes, rope_at, d_rope, bf16_rope = layout(name)
+    raw = np.full((KEYS, stride), 0xFF, np.uint8)   # the padding: never read
+    lat = random_e4m3(rng, (KEYS, D_LATENT))
+    raw[:, :D_LATENT] = lat
+    if bf16_rope:
+        rope = rng.standard_normal((KEYS, d_rope)).astype(ml_dtypes.bfloat16)
+        raw[:, rope_at:rope_at + 2 * d_rope] = rope.view(np.uint8).reshape(KEYS, 2 * d_rope)
+        rope = rope.astype(np.float64)
+    else:
+        rb = random_e4m3(rng, (KEYS, d_rope))
+        raw[:, rope_at:rope_at + d_rope] = rb
+        rope = E4M3[rb]
+    return raw, E4M3[lat], rope
+
+
+def ldsm_x4(mem, lane_addr, trans):
+    """ldmatrix .m8n8.x4.b16 (PTX ISA): lane 8 i + r gives the address of matrix i's row r
+    (16 bytes, 8 b16 values); register i of lane t holds matrix i's (row t / 4, columns
+    2 (t % 4), + 1), or with .trans (rows 2 (t % 4), + 1 of column t / 4), low half first.
+    Returns [lane][register] as 4 bytes each."""
+    out = np.zeros((32, 4, 4), np.uint8)
+    for i in range(4):
+        rows = [mem[lane_addr[8 * i + r]:lane_addr[8 * i + r] + 16] for r in range(8)]
+        for t in range(32):
+            g, q = t // 4, t % 4
+            if trans:   # b16 element (row, col) = bytes 2 col, 2 col + 1 of that row
+                out[t, i] = np.concatenate([rows[2 * q][2 * g:2 * g + 2], rows[2 * q + 1][2 * g:2 * g + 2]])
+            else:
+                out[t, i] = rows[g][4 * q:4 * q + 4]
+    return out
+
+
+def prmt_3120(b):
+    """__byte_perm(x, 0, 0x3120): bytes 0, 2, 1, 3 of x."""
+    return b[[0, 2, 1, 3]]
+
+
+def a_matrix(frags):
+    """The 64 x 16 A operand an RS wgmma sees from [warp][lane][4 registers][2 values]
+    (PTX ISA's m64k16 fragment: a0 = (row g, k 2q, 2q+1), a1 = (row g + 8, same k),
+    a2 = (row g, k 2q + 8, + 9), a3 = (row g + 8, k 2q + 8, + 9); warp w: rows 16 w ..)."""
+    a = np.zeros((64, 16))
+    for w in range(4):
+        for t in range(32):
+            g, q = t // 4, t % 4
+            for j, (dr, dk) in enumerate(((0, 0), (8, 0), (0, 8), (8, 8))):
+                a[16 * w + g + dr, 2 * q + dk:2 * q + dk + 2] = frags[w][t][j]
+    return a
+
+
+def e4m3_pair(two_bytes):
+    return [E4M3[two_bytes[0]], E4M3[two_bytes[1]]]
+
+
+def q_permuted(q):
+    """load_q_rs: each 16-column block's 32-bit words (column pairs) stored even words first,
+    then odd ones: K position L of the block holds the column this returns."""
+    cols = np.zeros(q.shape[1], int)
+    for blk in range(q.shape[1] // 16):
+        words = [0, 2, 4, 6, 1, 3, 5, 7]
+        for w_out, w_in in enumerate(words):
+            cols[16 * blk + 2 * w_out] = 16 * blk + 2 * w_in
+            cols[16 * blk + 2 * w_out + 1] = 16 * blk + 2 * w_in + 1
+    return q[:, cols]
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_s_fragments_give_k_q_transposed(name):
+    """S^T's e4m3 steps (latent_frags: s_lane, two x4 a 64-column chunk, register halves to
+    the K pairs; fp8's rope among them) against Q stored in load_q_rs' order, and
+    fp8_ds_mla's bf16 rope (rope_frags: an x4 a k-step, as loaded) against Q's rope as it
+    is: K Q^T of the decoded records."""
+    stride, _, rope_at, d_rope, bf16_rope = layout(name)
+    rng = np.random.default_rng(1)
+    raw, lat, rope = records(rng, name)
+    mem = raw.reshape(-1)
+    q = rng.standard_normal((ROWS, D_LATENT + d_rope))
+    e4m3_cols = D_LATENT if bf16_rope else D_LATENT + d_rope
+    k_e4m3 = lat if bf16_rope else np.concatenate([lat, rope], axis=1)
+    q_smem = q_permuted(q[:, :e4m3_cols])
+    s_lat = np.zeros((KEYS, ROWS))
+    s_rope = np.zeros((KEYS, ROWS))
+    for c in range(e4m3_cols // 64):
+        steps = [[[None] * 32 for _ in range(4)] for _ in range(4)]   # [k-step][warp][lane]
+        for w in range(4):
+            s_lane = [(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) * stride + 16 * (t >> 4) for t in range(32)]
+            for h in range(2):
+                regs = ldsm_x4(mem, [a + 64 * c + 32 * h for a in s_lane], trans=False)
+                for k in range(2):
+                    for t in range(32):
+                        x, y = regs[t, 2 * k], regs[t, 2 * k + 1]
+                        steps[2 * h + k][w][t] = [e4m3_pair(x[:2]), e4m3_pair(y[:2]),
+                                                  e4m3_pair(x[2:]), e4m3_pair(y[2:])]
+        for ks in range(4):
+            a = a_matrix(steps[ks])
+            s_lat += a @ q_smem[:, 64 * c + 16 * ks:64 * c + 16 * ks + 16].T
+    for ks in range(4 if bf16_rope else 0):
+        frags = [[None] * 32 for _ in range(4)]
+        for w in range(4):
+            s_lane = [(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) * stride + 16 * (t >> 4) for t in range(32)]
+            regs = ldsm_x4(mem, [a + rope_at + 32 * ks for a in s_lane], trans=False)
+            for t in range(32):
+                vals = regs[t].reshape(-1).view(np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
+                frags[w][t] = [list(vals[2 * j:2 * j + 2]) for j in range(4)]
+        s_rope += a_matrix(frags) @ q[:, D_LATENT + 16 * ks:D_LATENT + 16 * ks + 16].T
+    np.testing.assert_allclose(s_lat, k_e4m3 @ q[:, :e4m3_cols].T, rtol=1e-12, atol=1e-9)
+    if bf16_rope:
+        np.testing.assert_allclose(s_rope, rope @ q[:, D_LATENT:].T, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_v_fragments_and_epilogue_columns_give_p_v(name):
+    """O^T's steps (v_frags: o_lane, two transposed x4 a chunk, PRMT 0x3120, each register
+    half one key pair of one column) against P^T in the keys' order, then the epilogue's
+    column of each accumulator (64 c + 16 w + 2 g + hb for O^T row 16 w + g + 8 hb): P V."""
+    stride = layout(name)[0]
+    rng = np.random.default_rng(2)
+    raw, lat, _ = records(rng, name)
+    mem = raw.reshape(-1)
+    p = rng.standard_normal((ROWS, KEYS))
+    out = np.full((ROWS, D_LATENT), np.nan)
+    for c in range(D_LATENT // 64):
+        ot = np.zeros((64, ROWS))   # O^T's logical rows of the chunk
+        steps = [[[None] * 32 for _ in range(4)] for _ in range(4)]
+        for w in range(4):
+            o_lane = [t * stride + 16 * w for t in range(32)]
+            for h in range(2):
+                regs = ldsm_x4(mem, [a + 32 * h * stride + 64 * c for a in o_lane], trans=True)
+                for k in range(2):
+                    for t in range(32):
+                        lo, hi = prmt_3120(regs[t, 2 * k]), prmt_3120(regs[t, 2 * k + 1])
+                        steps[2 * h + k][w][t] = [e4m3_pair(lo[:2]), e4m3_pair(lo[2:]),
+                                                  e4m3_pair(hi[:2]), e4m3_pair(hi[2:])]
+        for ks in range(4):
+            ot += a_matrix(steps[ks]) @ p[:, 16 * ks:16 * ks + 16].T
+        # the epilogue: accumulator i of warp w, lane t holds O^T row 16 w + g + 8 ((i >> 1) & 1)
+        for w in range(4):
+            for t in range(32):
+                g = t // 4
+                for hb in range(2):
+                    out[:, 64 * c + 16 * w + 2 * g + hb] = ot[16 * w + g + 8 * hb]
+    np.testing.assert_allclose(out, p @ lat, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_ldmatrix_rows_of_the_raw_tiles_are_conflict_free(name):
+    """A matrix's 8 row addresses (8 consecutive keys, one 16-byte column) fall in 8
+    distinct 16-byte bank columns at the kernel's stride (fp8_ds_mla's 656 = 5 x 128 + 16;
+    fp8's 576 padded to 592), which the record's own stride would not give fp8."""
+    stride, row_bytes = layout(name)[:2]
+    for key0 in range(0, KEYS, 8):
+        for col in range(0, row_bytes, 16):
+            assert len({((key0 + r) * stride + col) // 16 % 8 for r in range(8)}) == 8
+    assert name == "fp8_ds_mla" or len({r * row_bytes // 16 % 8 for r in range(8)}) < 8
