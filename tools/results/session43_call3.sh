@@ -12,16 +12,16 @@
 begin_call
 check_tree . landed narrow
 GPU_FILE_TIMEOUT=90 gpu_files landed fp8 sparse
-(PYTHONPATH=.:tests timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
+(PYTHONPATH=.:tests timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
    -k "narrow_schedule_fp8 or longest_first or schedule_reused" > /tmp/t_dense_fp8.log 2>&1; echo "[exit $?]" >> /tmp/t_dense_fp8.log)
 say "landed dense -k fp8: $(tail -2 /tmp/t_dense_fp8.log | tr '\n' ' ')"
 (MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \
    python3 tools/results/rs_memcheck_cases.py 16 43 > /tmp/mc.log 2>&1)
 say "memcheck 16 43 exit $?: $(grep -h 'ERROR SUMMARY\|FAIL\|done' /tmp/mc.log | cut -c1-120 | tr '\n' ' ')"
 mkdir -p "$OUT/fp8"
-(OUT=$OUT/fp8 timeout 100 bash tools/gpu_bench.sh fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 \
+(OUT=$OUT/fp8 timeout 70 bash tools/gpu_bench.sh fp8_ds_mla_b128_h16_s8192 fp8_b128_h16_s8192 \
    sparse_ds_mla_b128_sq1_h16 sparse_ds_mla_b128_sq1_h32 --repeats 20 > /dev/null 2>&1)
 say "fp8 rows $?"
 cut -c1-230 "$OUT/fp8/bench.log" | grep -v "^# wrote" >> "$L"
-PEER_TIMEOUT=170 peer_all_rows
+PEER_TIMEOUT=130 peer_all_rows
 say done
