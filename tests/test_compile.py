@@ -426,9 +426,10 @@ def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
 
 
 @pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nocopy", "strip+nolookup",
-                                      "noconvert", "nomath", "nocopy+nomath"])
+                                      "noconvert", "nomath", "nocopy+nomath", "nocopy", "nocopy+noconvert"])
 @pytest.mark.parametrize("name", ["mla_decode_fp8_ds_mla_null_dense_fold0_m16_hopper_narrow",
-                                  "mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow"])
+                                  "mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow",
+                                  "mla_decode_fp8_ds_mla_null_sparse_fold0_m16_hopper_narrow"])
 def test_producer_ablations_reach_the_narrow_kernels_register_operand_math(name, ablation):
     """The narrow kernel over fp8 records (render.narrow_rs): 'strip' empties its RS wgmma
     helper as well as the slot path's (else its MMAs would stay), noconvert feeds the raw
