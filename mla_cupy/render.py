@@ -355,14 +355,16 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     the segment walks (16-bit caches), the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
-    # int2 a key (narrow_rs: counted in its stages)
-    keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE and not narrow_rs(key) else 0
+    # narrow_rs: the records' tiles are its stages (_narrow_stage_bytes), each holding its
+    # keys' tokens (sparse) and group scales; it keeps the unused slot's two mbarriers
+    rs = narrow_rs(key)
+    staged_records = 0 if rs else block_n * key.row_bytes   # one tile, for the producer
+    keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE and not rs else 0   # int2 a key
     # narrow_math_scales: a P^T a scale group, and each key's group scales (float32)
     pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
-    rs = narrow_rs(key)   # the records' tiles are its stages; the math reads the scales there
     key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) and not rs else 0
     return (key.d_qk * 2 * rows + pt_copies * rows * 2 * block_n
-            + (block_n * key.row_bytes * (0 if rs else 1) + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
+            + (staged_records + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
             + (2 * 8 if rs else 0)
             + 4 * rows * 4 + keytok + key_scales + (0 if raw else NARROW_WALK_BYTES) + 1024)
 
