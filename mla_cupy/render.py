@@ -242,6 +242,11 @@ def hopper_tile(key: DecodeKey) -> tuple[int, int]:
     block_n, stages = HOPPER_TILES[key.schedule]
     if key.schedule is Schedule.NARROW:
         stages = (HOPPER_SMEM_PER_BLOCK - _narrow_fixed_bytes(key)) // _narrow_stage_bytes(key)
+        if narrow_alternate(key):
+            # an even ring, so each raw tile has one reader: with an odd one a warpgroup can
+            # wait for a raw tile's next phase while the other's, the phase before, has not
+            # landed (bulk copies complete out of order), and the parity reads as done
+            stages -= stages % narrow_consumers(key)
     return block_n, stages
 
 
@@ -313,9 +318,27 @@ def raw_stride(key: DecodeKey) -> int:
 
 def narrow_consumers(key: DecodeKey) -> int:
     """Math warpgroups of a narrow kernel: two of 16 rows for a 32-row tile over 16-bit
-    caches (one's MMAs run under the other's softmax); fp8 layouts keep one (their
-    producer warpgroup takes the fourth warpgroup's registers)."""
+    caches (one's MMAs run under the other's softmax); two on alternate tiles under
+    narrow_alternate; other fp8 layouts keep one (their producer warpgroup takes the
+    fourth warpgroup's registers)."""
+    if narrow_alternate(key):
+        return 2
     return 2 if key.tile_rows == 32 and not records.is_byte_record(key.layout) else 1
+
+
+def narrow_alternate(key: DecodeKey) -> bool:
+    """Whether a narrow kernel's math warpgroups split the *tiles* (warpgroup w takes tiles
+    j = w mod 2, each with all the rows, its own running max, row sums and O^T, merged once
+    at the end) rather than the rows: under narrow_rs, where each math warpgroup converts
+    the keys it reads, so that two warpgroups of rows would convert every key twice, and one
+    warpgroup's issue (ldmatrix, conversions, RS wgmmas of every key) bounded the dense
+    rows (tools/results/NOTES.md session 44: without DRAM traffic 216.7 of 224.3 us)."""
+    return narrow_rs(key)
+
+
+def narrow_wg_rows(key: DecodeKey) -> int:
+    """Rows of a narrow kernel's math warpgroup (its wgmma N)."""
+    return key.tile_rows if narrow_alternate(key) else key.tile_rows // narrow_consumers(key)
 
 
 def narrow_producers(key: DecodeKey) -> int:
@@ -363,10 +386,15 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     # narrow_math_scales: a P^T a scale group, and each key's group scales (float32)
     pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
     key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) and not rs else 0
-    return (key.d_qk * 2 * rows + pt_copies * rows * 2 * block_n
+    # narrow_alternate: each math warpgroup its own P^T and row reductions (of all the rows),
+    # and the second one's row maxima and sums for the merge
+    turns = narrow_consumers(key) if narrow_alternate(key) else 1
+    merge_rows = 2 * 4 * rows if narrow_alternate(key) else 0
+    return (key.d_qk * 2 * rows + turns * pt_copies * rows * 2 * block_n
             + (staged_records + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
             + (2 * 8 if rs else 0)
-            + 4 * rows * 4 + keytok + key_scales + (0 if raw else NARROW_WALK_BYTES) + 1024)
+            + turns * 4 * rows * 4 + merge_rows + keytok + key_scales
+            + (0 if raw and not narrow_alternate(key) else NARROW_WALK_BYTES) + 1024)
 
 
 @functools.lru_cache(maxsize=1)
@@ -434,7 +462,8 @@ def decode_template_values(key: DecodeKey) -> dict:
         num_threads=cfg.num_threads, smem_bytes=cfg.smem_bytes, walk_bytes=NARROW_WALK_BYTES,
         seesaw_segment_bytes=SEESAW_SEGMENT_BYTES,
         max_jobs=PAIR_MAX_JOBS,
-        consumers=consumers, wg_rows=key.tile_rows // consumers, producers=narrow_producers(key),
+        consumers=consumers, wg_rows=narrow_wg_rows(key), alternate=narrow_alternate(key),
+        producers=narrow_producers(key),
         tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key),
         rs=narrow_rs(key), raw_stride=raw_stride(key))
 

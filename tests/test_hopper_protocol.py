@@ -1142,6 +1142,113 @@ def test_the_model_catches_alternate_tiles_over_a_ring_of_other_sizes():
     assert "ahead of unfinished" in run(8, 23, warpgroups, 20)
 
 
+# ---- the 16-row RS kernels over fp8 records: a ring of raw tiles (mla_decode_narrow.cu.j2) ----
+# Two copying warps copy tile t into raw tile t % raw_tiles once its last reader freed it
+# (rempty) and publish it (rfull: both warps' arrivals and the bytes).  The math warpgroups
+# take alternate tiles (render.narrow_alternate: warpgroup w the tiles t % 2 == w); each
+# waits for its tile, frees it after the tile's O^T (at the start of its next tile, or at
+# its end: rs_ot's arrival), and meets the other on named barriers only twice: Q (both
+# load it) and the merge (warpgroup 1 arrives once its (m, l, O^T) are written, warpgroup 0
+# syncs before reading them).  One math warpgroup (turns=1) is the kernel before them.
+MBAR_PARTIES.update({"rfull": 2, "rempty": 1})
+
+
+def narrow_rs_math(w, turns):
+    def math(n, raw_tiles):
+        if turns > 1:
+            yield "sync", "q"
+        mine = [t for t in range(n) if t % turns == w]
+        for k, t in enumerate(mine):
+            if k >= 1:                                   # O^T of its previous tile: freed
+                yield "marrive", ("rempty", mine[k - 1] % raw_tiles), None
+            yield "mwait", ("rfull", t % raw_tiles), t // raw_tiles
+        if mine:
+            yield "marrive", ("rempty", mine[-1] % raw_tiles), None
+        if turns > 1:
+            yield ("arrive" if w else "sync"), "merge"
+    return math
+
+
+def narrow_rs_copier(n, raw_tiles):
+    for t in range(n):
+        if t >= raw_tiles:
+            yield "mwait", ("rempty", t % raw_tiles), t // raw_tiles - 1
+        yield "marrive", ("rfull", t % raw_tiles), None
+
+
+@pytest.mark.parametrize("raw_tiles", [2, 3, 4, 5])   # the kernels have 4 (fp8_ds_mla) and 5 (fp8)
+@pytest.mark.parametrize("turns", [1, 2])
+def test_narrow_rs_ring_neither_hangs_nor_laps(raw_tiles, turns):
+    warpgroups = tuple(narrow_rs_math(w, turns) for w in range(turns)) + (narrow_rs_copier, narrow_rs_copier)
+    assert {n: run(n, raw_tiles, warpgroups, 10) for n in range(14)} == {n: "ok" for n in range(14)}
+
+
+def narrow_rs_copier_landing_out_of_order(window):
+    """The copying warps with each group of `window` tiles' bytes landing in reverse order
+    (bulk copies complete out of order; a tile's 64 copies, the last of which publishes it)."""
+    def copier(n, raw_tiles):
+        for t0 in range(0, n, window):
+            tiles = [t for t in range(t0, t0 + window) if t < n]
+            for t in tiles:
+                if t >= raw_tiles:
+                    yield "mwait", ("rempty", t % raw_tiles), t // raw_tiles - 1
+            for t in reversed(tiles):
+                yield "marrive", ("rfull", t % raw_tiles), None
+    return copier
+
+
+def _rs_alternate_landing_out_of_order(window):
+    copier = narrow_rs_copier_landing_out_of_order(window)
+    return narrow_rs_math(0, 2), narrow_rs_math(1, 2), copier, copier
+
+
+@pytest.mark.parametrize("raw_tiles, window", [(2, 2), (4, 2), (4, 4), (6, 2), (6, 4)])   # (no more in flight than the ring holds)
+def test_narrow_rs_alternate_tiles_landing_out_of_order(raw_tiles, window):
+    """An even ring (render.hopper_tile keeps it even under narrow_alternate): each raw tile
+    is one warpgroup's, whose own order keeps its waits phase after phase."""
+    warpgroups = _rs_alternate_landing_out_of_order(window)
+    assert {n: run(n, raw_tiles, warpgroups, 20) for n in range(16)} == {n: "ok" for n in range(16)}
+
+
+@pytest.mark.parametrize("raw_tiles, window", [(3, 2), (5, 4)])
+def test_the_model_catches_alternate_tiles_over_an_odd_raw_ring(raw_tiles, window):
+    """An odd ring (fp8's five raw tiles, before the ring was kept even): a raw tile's uses
+    fall to both warpgroups in turn, and with copies landing out of order one can wait for
+    its tile's phase while the other's tile, the phase before, has not landed -- the parity
+    then reads as done.  (On an H100 the nomath ablation of the five-tile fp8 kernel, whose
+    warpgroups run through their tiles, ended in a launch failure: CTAs exiting with copies
+    in flight; the four-tile fp8_ds_mla one did not.  NOTES.md session 44.)"""
+    warpgroups = _rs_alternate_landing_out_of_order(window)
+    assert any("ahead of unfinished" in run(n, raw_tiles, warpgroups, 20) for n in range(16))
+
+
+def test_the_model_catches_an_rs_warpgroup_that_keeps_a_tile():
+    """A math warpgroup that never frees its first tile: the copier's wait for that raw
+    tile, raw_tiles tiles later, never completes (a hang on the GPU)."""
+    def keeps_first(w, turns):
+        def math(n, raw_tiles):
+            ops = list(narrow_rs_math(w, turns)(n, raw_tiles))
+            first_release = next(k for k, op in enumerate(ops) if op[0] == "marrive")
+            yield from ops[:first_release] + ops[first_release + 1:]
+        return math
+    warpgroups = (keeps_first(0, 2), narrow_rs_math(1, 2), narrow_rs_copier, narrow_rs_copier)
+    assert run(8, 4, warpgroups, 10).startswith("deadlock")
+    assert run(4, 4, warpgroups, 10) == "ok"   # (no tile comes round to it)
+
+
+@pytest.mark.parametrize("raw_tiles", [2, 3, 4, 5])
+def test_narrow_rs_merge_tile_is_free(raw_tiles):
+    """The merge writes warpgroup 1's O^T into the raw tile of its last tile (tile 1 when it
+    had none: num_tiles <= 1), the kernel's `last1`: no later tile is copied into it and
+    warpgroup 0 reads no tile there after it (its earlier ones there were freed before
+    tile last1 was copied in, the ring's order)."""
+    for n in range(40):
+        last1 = ((n - 2) | 1) if n >= 2 else 1
+        assert n < 2 or (last1 < n and last1 % 2 == 1 and last1 + 2 >= n), n   # warpgroup 1's last
+        assert not [t for t in range(last1 + 1, n) if t % raw_tiles == last1 % raw_tiles], (n, last1)
+        assert n >= 2 or not [t for t in range(n) if t % raw_tiles == 1], n
+
+
 # ---- the pair schedule: two CTAs of a cluster (mla_decode_pair.cu.j2) ----
 # Six warpgroups: each CTA's producer, warpgroup 0 and warpgroup 1.  Tile j sits in
 # buffer j % 2 of both CTAs.  pfull_local[c, s] completes on CTA c's producer's

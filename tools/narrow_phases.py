@@ -44,7 +44,7 @@ def instrumented_source(name, consumers):
     src = insert(src, "    w.u = static_cast<int>(found[0]);\n", stamp(12), before=True)
     src = insert(src, "    __syncthreads();   // (cta_sequence's or sequence_shares' scratch is free from here on)\n",
                  stamp(1))
-    src = insert(src, "    bar(BAR_Q);\n", stamp(2, cond="k == 0"))
+    src = insert(src, "    else bar(BAR_Q);\n", stamp(2, cond="k == 0"))
     src = insert(src, "        softmax(0, s);\n", stamp(3, cond="k == 0"))
     # the first segment's first S^T: issued from here, and retired (its chunks had landed)
     src = insert(src, "        issue_st(0, s);\n        wgmma_wait<0>();\n", stamp(6, cond="k == 0"), before=True)

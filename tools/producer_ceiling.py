@@ -105,10 +105,10 @@ _N_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
 _RS_CONVERT = [(f"a[{i}] = e4m3x2_{h}_to_f16x2({x});", f"a[{i}] = {x};") for i, h, x in (
     (0, "lo", "r[h][2 * k]"), (1, "lo", "r[h][2 * k + 1]"), (2, "hi", "r[h][2 * k]"), (3, "hi", "r[h][2 * k + 1]"),
     (0, "lo", "lo"), (1, "hi", "lo"), (2, "lo", "hi"), (3, "hi", "hi"))]
-_RS_MATH_FIRST = "    if (num_tiles > 0) {\n        rs_st(0);"
-_RS_MATH_LOOP = "    for (int j = 1; j < num_tiles; ++j) {\n        rs_ot(j - 1);"
-_RS_MATH_LAST = "    if (num_tiles > 0) {\n        rs_ot(num_tiles - 1);"
-_RS_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
+_RS_MATH_FIRST = "    if (first < num_tiles) {\n        rs_st(first);"
+_RS_MATH_LOOP = "    for (; j < num_tiles; j += STEP) {\n        rs_ot(j - STEP);"
+_RS_MATH_LAST = "    if (first < num_tiles) {\n        rs_ot(j - STEP);"
+_RS_NOMATH = ("    for (int j = first; j < num_tiles; j += STEP) {   // (the warpgroup's tiles)\n"
               "        mbar_wait(raw_full(j), static_cast<u32>((j / RAW_TILES) & 1));\n"
               "        __syncwarp();\n"
               "        if (lane == 0) mbar_arrive(raw_empty(j));\n"
@@ -142,9 +142,9 @@ ABLATIONS = {
     # its math warpgroup reduced to the hand-over (each tile's wait and its release; no
     # MMA, softmax or P^T): what each side costs with the other one instant
     "idle": [[(_N_PRODUCER_LOOP, _N_IDLE + _N_PRODUCER_LOOP)]],
-    "nomath": [[(_RS_MATH_FIRST, _RS_NOMATH + _RS_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
+    "nomath": [[(_RS_MATH_FIRST, _RS_NOMATH + _RS_MATH_FIRST.replace("if (first < num_tiles)", "if (false)")),
                 (_RS_MATH_LOOP, _RS_MATH_LOOP.replace("j < num_tiles", "j < 0")),
-                (_RS_MATH_LAST, _RS_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))],
+                (_RS_MATH_LAST, _RS_MATH_LAST.replace("if (first < num_tiles)", "if (false)"))],
                [(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
                 (_N_MATH_LOOP, _N_MATH_LOOP.replace("j < num_tiles", "j < 0")),
                 (_N_MATH_LAST, _N_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))]],

@@ -169,3 +169,19 @@ patched_stack() {
   (cd "$dir" && PYTHONPATH=. timeout 150 python3 tools/warm_kernel_cache.py > "/tmp/warm_$label.txt" 2>&1)
   say "warm $label: $(head -1 "/tmp/warm_$label.txt")"
 }
+# The 16-row RS kernels' checks in the current directory's tree, labelled LABEL: hopper_check
+# narrow, the fp8 and sparse GPU files, the dense file's fp8 tests, memcheck of the 16-row
+# sparse garbage-index cases with SEED: rs_checks LABEL SEED; returns hopper_check's status.
+# (session 44 on)
+rs_checks() {
+  local rc
+  check_tree . "$1" narrow; rc=$?
+  GPU_FILE_TIMEOUT=90 gpu_files "$1" fp8 sparse
+  (PYTHONPATH=.:tests timeout 70 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
+     -k "narrow_schedule_fp8 or longest_first or schedule_reused" > /tmp/t_dense_fp8.log 2>&1; echo "[exit $?]" >> /tmp/t_dense_fp8.log)
+  say "$1 dense -k fp8: $(tail -2 /tmp/t_dense_fp8.log | tr '\n' ' ')"
+  (MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \
+     python3 tools/results/rs_memcheck_cases.py 16 "$2" > /tmp/mc.log 2>&1)
+  say "$1 memcheck 16 $2 exit $?: $(grep -h 'ERROR SUMMARY\|FAIL\|done' /tmp/mc.log | cut -c1-120 | tr '\n' ' ')"
+  return $rc
+}
