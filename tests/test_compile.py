@@ -145,6 +145,26 @@ def test_narrow_fp8_kernels_decode_in_the_math_at_16_rows_and_in_a_producer_at_3
         assert f"constexpr int PRODUCERS = {producers};" in render(key), key.name
 
 
+def test_narrow_rs_kernels_take_alternate_tiles_over_an_even_raw_ring():
+    """Under narrow_rs two math warpgroups take alternate tiles (render.narrow_alternate, 384
+    threads, each all 16 rows) over a ring of an even number of raw tiles, so each raw tile
+    has one reader (with an odd ring a warpgroup's wait could read a phase as done before the
+    other's tile had landed: tests/test_hopper_protocol.py); no other narrow kernel
+    alternates."""
+    from mla_cupy.render import narrow_alternate, narrow_consumers, narrow_rs, narrow_wg_rows
+    narrow = [k for k in HOPPER_KEYS if k.schedule.value == "narrow"]
+    assert any(narrow_rs(k) for k in narrow)
+    for key in narrow:
+        cfg, src = launch_config(key), render(key)
+        assert narrow_alternate(key) == narrow_rs(key), key.name
+        assert f"constexpr bool ALTERNATE = {'true' if narrow_alternate(key) else 'false'};" in src, key.name
+        if narrow_alternate(key):
+            assert narrow_consumers(key) == 2 and narrow_wg_rows(key) == key.tile_rows == 16, key.name
+            assert cfg.num_threads == 384, key.name
+            assert cfg.num_stages % 2 == 0 and cfg.num_stages >= 4, (key.name, cfg.num_stages)
+            assert f"constexpr int RAW_TILES = RS ? {cfg.num_stages} : 1;" in src, key.name
+
+
 def _producer_bank_columns(row_bytes: int, lat_pieces: int, skew: int):
     """The 16-byte bank columns (0..7) of an fp8 producer's shared-memory accesses,
     per quarter warp (eight consecutive keys n of one part) and per instruction: its reads
