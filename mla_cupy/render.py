@@ -387,14 +387,16 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
     key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) and not rs else 0
     # narrow_alternate: each math warpgroup its own P^T and row reductions (of all the rows),
-    # and the second one's row maxima and sums for the merge
-    turns = narrow_consumers(key) if narrow_alternate(key) else 1
-    merge_rows = 2 * 4 * rows if narrow_alternate(key) else 0
+    # the second one's row maxima and sums for the merge, and split mode's segment (the walk
+    # area), which each role reads after its setmaxnreg
+    alternate = narrow_alternate(key)
+    turns = narrow_consumers(key) if alternate else 1
+    merge_rows = 2 * 4 * rows if alternate else 0
     return (key.d_qk * 2 * rows + turns * pt_copies * rows * 2 * block_n
             + (staged_records + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
             + (2 * 8 if rs else 0)
             + turns * 4 * rows * 4 + merge_rows + keytok + key_scales
-            + (0 if raw and not narrow_alternate(key) else NARROW_WALK_BYTES) + 1024)
+            + (0 if raw and not alternate else NARROW_WALK_BYTES) + 1024)
 
 
 @functools.lru_cache(maxsize=1)
