@@ -163,6 +163,10 @@ def test_narrow_rs_kernels_take_alternate_tiles_over_an_even_raw_ring():
             assert cfg.num_threads == 384, key.name
             assert cfg.num_stages % 2 == 0 and cfg.num_stages >= 4, (key.name, cfg.num_stages)
             assert f"constexpr int RAW_TILES = RS ? {cfg.num_stages} : 1;" in src, key.name
+            # each warpgroup keeps session 43's per-step pipelining: three MMA groups in
+            # flight, each step's ldmatrix a step ahead (keyed on one math warpgroup, the
+            # first landed form of these kernels ran without both)
+            assert "constexpr int FRAG_BUFS = 3;" in src and "constexpr bool RAW_AHEAD = true;" in src, key.name
 
 
 def _producer_bank_columns(row_bytes: int, lat_pieces: int, skew: int):
