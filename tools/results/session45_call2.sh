@@ -9,7 +9,8 @@
 #      copies a tile instead of 64, the copying warps' issue halved), fp8_ds_mla (control:
 #      same SASS, flat), sparse fp8_ds_mla h16 (control, flat); b8 h16 fp8.
 #   2. the pairs tree's ceiling, dense fp8 (nomath predicted 166.7 -> 155-162).
-#   3. gather_ceiling: sparse h16's rows read by a plain kernel (its DRAM floor for the gathers).
+#   3. gather_ceiling: sparse h16's rows read by a plain kernel (its DRAM floor for the gathers), and
+#      by bulk copies as the copying warps issue them (gather, and over rows in address order).
 . tools/results/device_steps.sh
 begin_call
 patched_stack /tmp/pairs pairs next_fp8_raw_pairs.patch
