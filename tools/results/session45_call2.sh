@@ -1,6 +1,7 @@
 # Session 45, call 2: fp8's raw records in pairs (next_fp8_raw_pairs.patch) checked, then timed
 # beside HEAD; the pairs tree's ceiling; the random-gather ceiling of the sparse cases
-# (tools/gather_ceiling.py).  ~330 s with a cold start.
+# (tools/gather_ceiling.py); sparse RS tiles gathered by cp.async (next_sparse_gather_cp_async.patch,
+# on the pairs) checked and timed beside both.  ~480 s.
 # Run as: OUT=$OUT bash tools/results/session45_call2.sh
 #   0. the pairs tree: rs_checks (hopper_check narrow; the fp8 and sparse GPU files; the dense
 #      file's fp8 tests; memcheck of the 16-row sparse garbage-index cases), memcheck of
@@ -9,13 +10,16 @@
 #      copies a tile instead of 64, the copying warps' issue halved), fp8_ds_mla (control:
 #      same SASS, flat), sparse fp8_ds_mla h16 (control, flat); b8 h16 fp8.
 #   2. the pairs tree's ceiling, dense fp8 (nomath predicted 166.7 -> 155-162).
+#   4. the gather tree (pairs + cp.async gathers): rs_checks, then sparse h16 in the three trees
+#      (predicted: flat if the gathers' DRAM rate bounds it; 72 -> 55-65 if the bulk copies' issue
+#      through the TMA unit does, which step 3's bulk modes against the plain reads tell).
 #   3. gather_ceiling: sparse h16's rows read by a plain kernel (its DRAM floor for the gathers), and
 #      by bulk copies as the copying warps issue them (gather, and over rows in address order).
 . tools/results/device_steps.sh
 begin_call
 patched_stack /tmp/pairs pairs next_fp8_raw_pairs.patch
 (cd /tmp/pairs && rs_checks pairs 47); rc=$?
-for c in 29 31 33; do
+for c in 31 33; do
   (cd /tmp/pairs && MLA_CUPY_SEED=$((470 + c)) PYTHONPATH=. timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 \
      python3 tools/hopper_check.py --schedule narrow --case $c > /tmp/mc_$c.log 2>&1)
   say "memcheck case $c exit $?: $(grep -h 'ERROR SUMMARY\|PASS\|FAIL' /tmp/mc_$c.log | cut -c1-150 | tr '\n' ' ')"
@@ -32,4 +36,10 @@ fi
 PYTHONPATH=. timeout 120 python3 tools/gather_ceiling.py sparse_ds_mla_b128_sq1_h16 > "$OUT/gather.txt" 2>&1
 say "gather exit $?"
 cut -c1-200 "$OUT/gather.txt" >> "$L"
+patched_stack /tmp/gather gather next_fp8_raw_pairs.patch next_sparse_gather_cp_async.patch
+(cd /tmp/gather && rs_checks gather 48); rc=$?
+if [ $rc -eq 0 ]; then
+  C="sparse_ds_mla_b128_sq1_h16"
+  ROUNDS=2 bench_trees . /tmp/pairs /tmp/gather
+fi
 say done
