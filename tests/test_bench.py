@@ -749,3 +749,22 @@ def test_every_ablation_edits_the_kernel_it_names(name, ablations):
         for pair_only in ("noload", "nopeer"):
             with pytest.raises(ValueError, match=pair_only):
                 pc.transformed_source(key, pair_only)
+
+
+# ---- tools/gather_ceiling.py: its two read kernels compile for sm_90a (NVRTC, no GPU) ----
+
+def test_gather_ceiling_kernels_compile():
+    """The plain-read and bulk-copy kernels that measure what DRAM gives a sparse case's
+    gathers compile (NVRTC, sm_90a), and the bulk one keeps the narrow kernel's ring of
+    four 64-row tiles."""
+    from cupy.cuda import nvrtc
+    gc = _tool("gather_ceiling")
+    assert gc.STAGES == 4
+    prog = nvrtc.createProgram(gc._SRC, "gather_ceiling.cu", [], [])
+    try:
+        nvrtc.compileProgram(prog, ["-arch=sm_90a", "-std=c++17"])
+        ptx = nvrtc.getPTX(prog).decode(errors="replace")
+    finally:
+        nvrtc.destroyProgram(prog)
+    assert ".entry read_rows" in ptx and ".entry bulk_rows" in ptx
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
