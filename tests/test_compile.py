@@ -166,7 +166,9 @@ def test_narrow_rs_kernels_take_alternate_tiles_over_an_even_raw_ring():
             # each warpgroup keeps session 43's per-step pipelining: three MMA groups in
             # flight, each step's ldmatrix a step ahead (keyed on one math warpgroup, the
             # first landed form of these kernels ran without both)
-            assert "constexpr int FRAG_BUFS = 3;" in src and "constexpr bool RAW_AHEAD = true;" in src, key.name
+            assert "constexpr int FRAG_BUFS = 3;" in src, key.name
+            assert "latent_raw(t, c + 1, raw);   // the next step's" in src, key.name
+            assert "v_raw(t, c + 1, raw);   // the next step's" in src, key.name
 
 
 def _producer_bank_columns(row_bytes: int, lat_pieces: int, skew: int):

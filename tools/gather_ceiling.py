@@ -55,6 +55,12 @@ read_rows(const unsigned char* __restrict__ rows, const int* __restrict__ which,
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+__device__ __forceinline__ void wait_parity(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
 extern "C" __global__ void __launch_bounds__(64)
 bulk_rows(const unsigned char* __restrict__ rows, const int* __restrict__ which, long long count,
           int row_bytes, unsigned* __restrict__ sink, int stages) {
@@ -71,11 +77,7 @@ bulk_rows(const unsigned char* __restrict__ rows, const int* __restrict__ which,
         const int b = i % stages;
         const unsigned bar = smem_u32(bars + b);
         if (i >= stages) {   // the copies this buffer took `stages` tiles ago have landed
-            const unsigned parity = ((i / stages) - 1) & 1;
-            unsigned done = 0;
-            while (!done)
-                asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                             "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+            wait_parity(bar, ((i / stages) - 1) & 1);
         }
         const long long w = t * 64 + n;
         const int r = w < count ? which[w] : -1;
@@ -87,12 +89,7 @@ bulk_rows(const unsigned char* __restrict__ rows, const int* __restrict__ which,
                             "l"(rows + (long long)r * row_bytes), "r"(row_bytes), "r"(bar) : "memory");
     }
     for (int k = i - stages < 0 ? 0 : i - stages; k < i; ++k) {   // the last tiles landed
-        const unsigned bar = smem_u32(bars + k % stages);
-        const unsigned parity = (k / stages) & 1;
-        unsigned done = 0;
-        while (!done)
-            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                         "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+        wait_parity(smem_u32(bars + k % stages), (k / stages) & 1);
     }
     sink[(long long)blockIdx.x * blockDim.x + n] = reinterpret_cast<const unsigned*>(smem)[n];
 }
