@@ -256,7 +256,7 @@ def _narrow_stage_bytes(key: DecodeKey) -> int:
     its two mbarriers."""
     block_n = HOPPER_TILES[Schedule.NARROW][0]
     if narrow_rs(key):   # (sparse: and the tokens that see each key of the tile, an int2 a key)
-        return block_n * (raw_stride(key) + (8 if key.sparsity is Sparsity.SPARSE else 0)) + 16
+        return raw_tile_bytes(key) + block_n * (8 if key.sparsity is Sparsity.SPARSE else 0) + 16
     return block_n * 128 + 16
 
 
@@ -305,15 +305,37 @@ def narrow_rs(key: DecodeKey) -> bool:
             and key.layout in (Layout.FP8_DS_MLA, Layout.FP8))
 
 
-def raw_stride(key: DecodeKey) -> int:
-    """Bytes from one key's record to the next in a narrow kernel's raw tile: the record's,
-    or under narrow_rs the next odd number of 16-byte columns, so that ldmatrix's eight
-    rows (eight consecutive keys, one 16-byte column) fall in eight bank columns:
-    `fp8_ds_mla`'s 656 bytes as they are (41 columns), `fp8`'s 576 -> 592, 512 -> 528."""
-    stride = key.row_bytes
-    while narrow_rs(key) and (stride // 16) % 2 == 0:
-        stride += 16
-    return stride
+def raw_group(key: DecodeKey) -> int:
+    """Keys a narrow kernel's raw tile holds back to back (one bulk copy where their records
+    are consecutive in the cache), each group then padded by 16 bytes.  Under narrow_rs the
+    eight rows of an ldmatrix (eight consecutive keys, one 16-byte column) must fall in
+    eight bank columns: a record of c 16-byte columns, c = 2^v x odd, puts 8 >> v keys in
+    eight distinct columns (mod 8), and the pad shifts the next group by one column.
+    `fp8_ds_mla`'s 656 bytes (41 columns): the whole tile unpadded; `fp8`'s 576 (36 = 4 x 9):
+    pairs, 32 copies of 1152 bytes a dense tile; 512 (32): one key.  Without narrow_rs
+    the whole tile, unpadded."""
+    columns = key.row_bytes // 16
+    if not narrow_rs(key) or columns % 2 == 1:
+        return HOPPER_TILES[Schedule.NARROW][0]
+    v = (columns & -columns).bit_length() - 1
+    return 8 >> min(v, 3)
+
+
+def raw_group_bytes(key: DecodeKey) -> int:
+    """Bytes from a raw tile's group of raw_group keys to the next."""
+    group = raw_group(key)
+    return group * key.row_bytes + (0 if group == HOPPER_TILES[Schedule.NARROW][0] else 16)
+
+
+def raw_key_offset(key: DecodeKey, n: int) -> int:
+    """Byte offset of key n's record in a narrow kernel's raw tile (the kernel's raw_key)."""
+    group = raw_group(key)
+    return (n // group) * raw_group_bytes(key) + (n % group) * key.row_bytes
+
+
+def raw_tile_bytes(key: DecodeKey) -> int:
+    """Bytes of one raw tile of a narrow kernel (64 keys' records, raw_group's padding)."""
+    return HOPPER_TILES[Schedule.NARROW][0] // raw_group(key) * raw_group_bytes(key)
 
 
 def narrow_consumers(key: DecodeKey) -> int:
@@ -467,7 +489,7 @@ def decode_template_values(key: DecodeKey) -> dict:
         consumers=consumers, wg_rows=narrow_wg_rows(key), alternate=narrow_alternate(key),
         producers=narrow_producers(key),
         tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key),
-        rs=narrow_rs(key), raw_stride=raw_stride(key))
+        rs=narrow_rs(key), raw_group=raw_group(key), raw_group_bytes=raw_group_bytes(key))
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

@@ -1,6 +1,6 @@
 """A NumPy model of the narrow kernel's RS math (render.narrow_rs: dense fp8_ds_mla and fp8
 at 16 rows; kernels/hopper/mla_decode_narrow.cu.j2): the lanes' ldmatrix addresses into a
-tile of raw records (render.raw_stride bytes a key), the registers ldmatrix gives them
+tile of raw records (render.raw_key_offset: where a key's record lies), the registers ldmatrix gives them
 (plain and transposed), the e4m3 -> fp16 conversions and PRMTs that make wgmma A fragments
 of them, the K order in which load_q_rs stores Q, and the epilogue's columns.  Each is
 written here as the kernel's formula; the model composes them with the PTX ISA's fragment
@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mla_cupy.render import narrow_rs, raw_stride
+from mla_cupy.render import narrow_rs, raw_group, raw_key_offset, raw_tile_bytes
 from mla_cupy.variants import parse
 
 D_LATENT = 512
@@ -28,7 +28,11 @@ def layout(name):
     variant, row_bytes, rope_at, d_rope, bf16_rope = LAYOUTS[name]
     key = parse(variant)
     assert narrow_rs(key) and key.row_bytes == row_bytes
-    return raw_stride(key), row_bytes, rope_at, d_rope, bf16_rope
+    return (lambda n: raw_key_offset(key, n)), row_bytes, rope_at, d_rope, bf16_rope
+
+
+def tile_bytes(name):
+    return raw_tile_bytes(parse(LAYOUTS[name][0]))
 
 
 def random_e4m3(rng, shape):
@@ -38,20 +42,25 @@ def random_e4m3(rng, shape):
 
 
 def records(rng, name):
-    """A tile of 64 records at the kernel's stride: finite e4m3 latent bytes, the rope
-    (bf16 or e4m3); returns the tile's bytes, the decoded latent columns and the rope."""
-    stride, row_bytes, rope_at, d_rope, bf16_rope = layout(name)
-    raw = np.full((KEYS, stride), 0xFF, np.uint8)   # the padding: never read
+    """A tile of 64 records where the kernel puts them (raw_key_offset): finite e4m3 latent
+    bytes, the rope (bf16 or e4m3); returns the tile's bytes, the decoded latent columns and
+    the rope."""
+    at, row_bytes, rope_at, d_rope, bf16_rope = layout(name)
+    rec = np.zeros((KEYS, row_bytes), np.uint8)
     lat = random_e4m3(rng, (KEYS, D_LATENT))
-    raw[:, :D_LATENT] = lat
+    rec[:, :D_LATENT] = lat
     if bf16_rope:
         rope = rng.standard_normal((KEYS, d_rope)).astype(ml_dtypes.bfloat16)
-        raw[:, rope_at:rope_at + 2 * d_rope] = rope.view(np.uint8).reshape(KEYS, 2 * d_rope)
+        rec[:, rope_at:rope_at + 2 * d_rope] = rope.view(np.uint8).reshape(KEYS, 2 * d_rope)
         rope = rope.astype(np.float64)
     else:
         rb = random_e4m3(rng, (KEYS, d_rope))
-        raw[:, rope_at:rope_at + d_rope] = rb
+        rec[:, rope_at:rope_at + d_rope] = rb
         rope = E4M3[rb]
+    raw = np.full(tile_bytes(name), 0xFF, np.uint8)   # the padding: never read
+    for n in range(KEYS):
+        assert (raw[at(n):at(n) + row_bytes] == 0xFF).all(), "records overlap"
+        raw[at(n):at(n) + row_bytes] = rec[n]
     return raw, E4M3[lat], rope
 
 
@@ -112,10 +121,10 @@ def test_s_fragments_give_k_q_transposed(name):
     the K pairs; fp8's rope among them) against Q stored in load_q_rs' order, and
     fp8_ds_mla's bf16 rope (rope_frags: an x4 a k-step, as loaded) against Q's rope as it
     is: K Q^T of the decoded records."""
-    stride, _, rope_at, d_rope, bf16_rope = layout(name)
+    at, _, rope_at, d_rope, bf16_rope = layout(name)
     rng = np.random.default_rng(1)
     raw, lat, rope = records(rng, name)
-    mem = raw.reshape(-1)
+    mem = raw
     q = rng.standard_normal((ROWS, D_LATENT + d_rope))
     e4m3_cols = D_LATENT if bf16_rope else D_LATENT + d_rope
     k_e4m3 = lat if bf16_rope else np.concatenate([lat, rope], axis=1)
@@ -125,7 +134,7 @@ def test_s_fragments_give_k_q_transposed(name):
     for c in range(e4m3_cols // 64):
         steps = [[[None] * 32 for _ in range(4)] for _ in range(4)]   # [k-step][warp][lane]
         for w in range(4):
-            s_lane = [(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) * stride + 16 * (t >> 4) for t in range(32)]
+            s_lane = [at(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) + 16 * (t >> 4) for t in range(32)]
             for h in range(2):
                 regs = ldsm_x4(mem, [a + 64 * c + 32 * h for a in s_lane], trans=False)
                 for k in range(2):
@@ -139,7 +148,7 @@ def test_s_fragments_give_k_q_transposed(name):
     for ks in range(4 if bf16_rope else 0):
         frags = [[None] * 32 for _ in range(4)]
         for w in range(4):
-            s_lane = [(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) * stride + 16 * (t >> 4) for t in range(32)]
+            s_lane = [at(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) + 16 * (t >> 4) for t in range(32)]
             regs = ldsm_x4(mem, [a + rope_at + 32 * ks for a in s_lane], trans=False)
             for t in range(32):
                 vals = regs[t].reshape(-1).view(np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
@@ -155,19 +164,19 @@ def test_v_fragments_and_epilogue_columns_give_p_v(name):
     """O^T's steps (v_frags: o_lane, two transposed x4 a chunk, PRMT 0x3120, each register
     half one key pair of one column) against P^T in the keys' order, then the epilogue's
     column of each accumulator (64 c + 16 w + 2 g + hb for O^T row 16 w + g + 8 hb): P V."""
-    stride = layout(name)[0]
+    at = layout(name)[0]
     rng = np.random.default_rng(2)
     raw, lat, _ = records(rng, name)
-    mem = raw.reshape(-1)
+    mem = raw
     p = rng.standard_normal((ROWS, KEYS))
     out = np.full((ROWS, D_LATENT), np.nan)
     for c in range(D_LATENT // 64):
         ot = np.zeros((64, ROWS))   # O^T's logical rows of the chunk
         steps = [[[None] * 32 for _ in range(4)] for _ in range(4)]
         for w in range(4):
-            o_lane = [t * stride + 16 * w for t in range(32)]
+            o_lane = [at(t) + 16 * w for t in range(32)]
             for h in range(2):
-                regs = ldsm_x4(mem, [a + 32 * h * stride + 64 * c for a in o_lane], trans=True)
+                regs = ldsm_x4(mem, [a + h * at(32) + 64 * c for a in o_lane], trans=True)
                 for k in range(2):
                     for t in range(32):
                         lo, hi = prmt_3120(regs[t, 2 * k]), prmt_3120(regs[t, 2 * k + 1])
@@ -187,10 +196,17 @@ def test_v_fragments_and_epilogue_columns_give_p_v(name):
 @pytest.mark.parametrize("name", LAYOUTS)
 def test_ldmatrix_rows_of_the_raw_tiles_are_conflict_free(name):
     """A matrix's 8 row addresses (8 consecutive keys, one 16-byte column) fall in 8
-    distinct 16-byte bank columns at the kernel's stride (fp8_ds_mla's 656 = 5 x 128 + 16;
-    fp8's 576 padded to 592), which the record's own stride would not give fp8."""
-    stride, row_bytes = layout(name)[:2]
+    distinct 16-byte bank columns where the kernel puts the records (fp8_ds_mla's 656 =
+    5 x 128 + 16 back to back; fp8's 576 in pairs, each pair padded by 16 bytes; 512 one a
+    group), which the records back to back would not give fp8; and each group of keys
+    copied as one lies back to back (key 32 a group's first: o_lane's second x4)."""
+    at, row_bytes = layout(name)[:2]
     for key0 in range(0, KEYS, 8):
         for col in range(0, row_bytes, 16):
-            assert len({((key0 + r) * stride + col) // 16 % 8 for r in range(8)}) == 8
+            assert len({(at(key0 + r) + col) // 16 % 8 for r in range(8)}) == 8
     assert name == "fp8_ds_mla" or len({r * row_bytes // 16 % 8 for r in range(8)}) < 8
+    for n in range(32):
+        assert at(n + 32) == at(n) + at(32)
+    assert tile_bytes(name) >= at(KEYS - 1) + row_bytes
+    # the largest groups that spread: fp8's pairs halve its copies a dense tile (64 -> 32)
+    assert raw_group(parse(LAYOUTS[name][0])) == {"fp8_ds_mla": 64, "fp8": 2, "fp8_qk512": 1}[name]
