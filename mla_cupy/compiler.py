@@ -290,11 +290,15 @@ SEESAW_MIN_ROWS = 65
 # the rule (call 4, auto / ring / narrow, us): fp8_ds_mla b32 38.3 / 38.1 / 40.7, b64
 # 60.9 / 60.8 / 62.8, b128 101.3 / 104.9 / 101.8; fp8 b32 36.9 / 37.2 / 38.6, b64
 # 59.4 / 58.7 / 60.4, b128 97.2 / 100.7 / 97.3.
+# Since session 46 row groups of 17-32 rows too: the 32-row tile's two math warpgroups split
+# each tile's columns (render.narrow_features; H100, one call, ring (auto) / the 32-row
+# producer form / the features split, us: fp8_ds_mla b128 top-2048 h32 109.9 / 152.3 / 102.0,
+# folded s_q 2 h16 110.2 / 151.0 / 102.0; tools/results/2026-12-05_session46/).
 # Sparse bf16 rows run the ring (the narrow kernel reads 16-bit caches by TMA boxes only).
 NARROW_MAX_ROWS = max(NARROW_TILE_ROWS)
 NARROW_AUTO_ROWS = 16                  # dense 16-bit caches
 NARROW_AUTO_RECORD_ROWS = 32           # dense fp8 records
-NARROW_AUTO_SPARSE_ROWS = 16
+NARROW_AUTO_SPARSE_ROWS = 32
 NARROW_SPARSE_MIN_SPLIT_KEYS = 2048
 
 

@@ -264,10 +264,6 @@ def _narrow_stage_bytes(key: DecodeKey) -> int:
 # buffers each) and split mode's segment, in shared memory over 16-bit caches
 # (mla_decode_narrow.cu.j2 asserts they fit).
 NARROW_WALK_BYTES = 416
-# Tiles of the narrow kernel's per-tile records (sparse: each key's tokens; fp8 layouts:
-# each tile's full mbarrier), indexed tile % NARROW_TILE_RECORDS: more than the tiles its
-# producer can run ahead of the math (the kernel asserts SLOTS / CHUNKS + 1 < it).
-NARROW_TILE_RECORDS = 4
 
 
 def hopper_mma_type(key: DecodeKey) -> str:
@@ -289,19 +285,20 @@ def narrow_math_scales(key: DecodeKey) -> bool:
     to fp16 unscaled, one conversion per two values as for `fp8` rows, instead of six
     instructions a pair (e4m3 -> f32, times the scale, -> bf16).  16 rows only: the
     group's partial scores take 4 x 8 more accumulator registers a thread; at 32 rows
-    4 x 16 would spill beside O^T's 128."""
+    (narrow_features) each math warpgroup holds two groups' 2 x 16 beside its half of
+    O^T (64)."""
     return (key.backend is Backend.HOPPER and key.schedule is Schedule.NARROW
-            and key.layout is Layout.FP8_DS_MLA and key.tile_rows == 16)
+            and key.layout is Layout.FP8_DS_MLA and key.tile_rows in (16, 32))
 
 
 def narrow_rs(key: DecodeKey) -> bool:
     """Whether a narrow kernel's math warpgroup builds wgmma's A operand from the raw
     records itself (RS: the e4m3 columns by ldmatrix and one conversion per two values,
     `fp8_ds_mla`'s bf16 rope as it is), so that no producer decodes them into slots:
-    `fp8_ds_mla` (narrow_math_scales) and `fp8` records at 16 rows, which two loading
+    `fp8_ds_mla` (narrow_math_scales) and `fp8` records at 16 and 32 rows, which two loading
     warps copy into a ring of whole tiles (sparse: gather, a record a key, and write
     beside each tile the tokens that see its keys; mla_decode_narrow.cu.j2)."""
-    return (key.backend is Backend.HOPPER and key.schedule is Schedule.NARROW and key.tile_rows == 16
+    return (key.backend is Backend.HOPPER and key.schedule is Schedule.NARROW and key.tile_rows in (16, 32)
             and key.layout in (Layout.FP8_DS_MLA, Layout.FP8))
 
 
@@ -343,7 +340,7 @@ def narrow_consumers(key: DecodeKey) -> int:
     caches (one's MMAs run under the other's softmax); two on alternate tiles under
     narrow_alternate; other fp8 layouts keep one (their producer warpgroup takes the
     fourth warpgroup's registers)."""
-    if narrow_alternate(key):
+    if narrow_alternate(key) or narrow_features(key):
         return 2
     return 2 if key.tile_rows == 32 and not records.is_byte_record(key.layout) else 1
 
@@ -354,29 +351,38 @@ def narrow_alternate(key: DecodeKey) -> bool:
     at the end) rather than the rows: under narrow_rs, where each math warpgroup converts
     the keys it reads, so that two warpgroups of rows would convert every key twice, and one
     warpgroup's issue (ldmatrix, conversions, RS wgmmas of every key) bounded the dense
-    rows (tools/results/NOTES.md session 44: without DRAM traffic 216.7 of 224.3 us)."""
-    return narrow_rs(key)
+    rows (tools/results/NOTES.md session 44: without DRAM traffic 216.7 of 224.3 us).
+    16 rows: at 32, a warpgroup's O^T of all the rows (128 registers a thread) spills."""
+    return narrow_rs(key) and key.tile_rows == 16
+
+
+def narrow_features(key: DecodeKey) -> bool:
+    """Whether a narrow kernel's two math warpgroups split the *features* of every tile:
+    under narrow_rs at 32 rows, warpgroup w converts latent chunks 4 w .. 4 w + 3 and half
+    the rope of each key, computes the partial S^T over them, the two partials are summed
+    through shared memory, both run the same softmax on the sum (the same m, l and P), and
+    each accumulates O^T over its four chunks: every key converted once, a warpgroup's O^T
+    64 registers a thread (tools/results/NOTES.md session 45's design)."""
+    return narrow_rs(key) and key.tile_rows == 32
 
 
 def narrow_wg_rows(key: DecodeKey) -> int:
     """Rows of a narrow kernel's math warpgroup (its wgmma N)."""
-    return key.tile_rows if narrow_alternate(key) else key.tile_rows // narrow_consumers(key)
+    if narrow_alternate(key) or narrow_features(key):
+        return key.tile_rows
+    return key.tile_rows // narrow_consumers(key)
 
 
 def narrow_producers(key: DecodeKey) -> int:
-    """Warpgroups that feed a narrow kernel's slots: fp8 layouts two, each thread decoding
-    a quarter of a key's record (one warpgroup, a half each, issued one warp a scheduler
-    and took 2.2 us a 64-key tile with the math reduced to its hand-over: fp8 h16
-    275 us of 355, tools/results/NOTES.md session 26) at 16 rows; 32 rows keep one (384
-    threads cap a thread at 168 registers, and their 128 O^T accumulators then spill);
-    16-bit caches one (its loading warp's)."""
-    if narrow_rs(key):
-        return 1   # two of its warps copy the records; nothing to decode
-    return 2 if records.is_byte_record(key.layout) and key.tile_rows == 16 else 1
+    """Warpgroups that feed a narrow kernel's math: one, whose loading warp issues a
+    16-bit cache's TMA boxes, or whose two copying warps copy fp8 records (narrow_rs: the
+    math decodes them; the dequantising producers of sessions 12-44, two warpgroups at 16
+    rows and one at 32, are gone: tools/results/NOTES.md sessions 43-46)."""
+    return 1
 
 
 def raw_skew(key: DecodeKey) -> int:
-    """How far the fp8 producers of the narrow and ring schedules rotate each key's reads
+    """How far the ring schedule's fp8 producer rotates each key's reads
     of its staged record, in 16-byte pieces (key n starts at piece SKEW n mod 8 of each
     group of eight its thread reads).
     A quarter warp's LDS.128 reads the same piece of eight consecutive keys' records,
@@ -394,31 +400,31 @@ def raw_skew(key: DecodeKey) -> int:
 
 
 def _narrow_fixed_bytes(key: DecodeKey) -> int:
-    """The narrow kernel's shared memory besides its slots: Q, P^T, the raw records of
-    a tile, their mbarrier and NARROW_TILE_RECORDS tiles' full mbarriers (fp8 layouts),
-    the tokens of each key of NARROW_TILE_RECORDS tiles (sparse), the row reductions,
-    the segment walks (16-bit caches), the alignment."""
+    """The narrow kernel's shared memory besides its stages: Q, P^T, the row reductions,
+    the merge's rows (narrow_alternate) or the exchanged scores (narrow_features), the
+    slots' unused mbarriers (fp8 layouts), the segment walks, the alignment."""
     rows, block_n = key.tile_rows, HOPPER_TILES[Schedule.NARROW][0]
     raw = records.is_byte_record(key.layout)
     # narrow_rs: the records' tiles are its stages (_narrow_stage_bytes), each holding its
     # keys' tokens (sparse) and group scales; it keeps the unused slot's two mbarriers
     rs = narrow_rs(key)
-    staged_records = 0 if rs else block_n * key.row_bytes   # one tile, for the producer
-    keytok = NARROW_TILE_RECORDS * block_n * 8 if key.sparsity is Sparsity.SPARSE and not rs else 0   # int2 a key
-    # narrow_math_scales: a P^T a scale group, and each key's group scales (float32)
-    pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
-    key_scales = NARROW_TILE_RECORDS * block_n * 4 * records.NUM_GROUPS if narrow_math_scales(key) and not rs else 0
-    # narrow_alternate: each math warpgroup its own P^T and row reductions (of all the rows),
-    # the second one's row maxima and sums for the merge, and split mode's segment (the walk
-    # area), which each role reads after its setmaxnreg
+    assert rs == raw, key.name   # fp8 records: the RS form only (sparse: each key's tokens in the stages)
+    # narrow_math_scales: a P^T a scale group (narrow_features: of the warpgroup's two), and
+    # each key's group scales (float32)
+    features = narrow_features(key)
+    pt_copies = (records.NUM_GROUPS // (2 if features else 1)) if narrow_math_scales(key) else 1
+    # narrow_alternate / narrow_features: each math warpgroup its own P^T and row reductions
+    # (of all the rows), and split mode's segment (the walk area), which each role reads after
+    # its setmaxnreg; alternate: the second one's row maxima and sums for the merge;
+    # features: each one's partial S^T (float32 a thread's accumulators) for the other
     alternate = narrow_alternate(key)
-    turns = narrow_consumers(key) if alternate else 1
+    turns = narrow_consumers(key) if alternate or features else 1
     merge_rows = 2 * 4 * rows if alternate else 0
+    exchange = turns * block_n * rows * 4 if features else 0
     return (key.d_qk * 2 * rows + turns * pt_copies * rows * 2 * block_n
-            + (staged_records + 8 + NARROW_TILE_RECORDS * 8 if raw else 0)
             + (2 * 8 if rs else 0)
-            + turns * 4 * rows * 4 + merge_rows + keytok + key_scales
-            + (0 if raw and not alternate else NARROW_WALK_BYTES) + 1024)
+            + turns * 4 * rows * 4 + merge_rows + exchange
+            + NARROW_WALK_BYTES + 1024)
 
 
 @functools.lru_cache(maxsize=1)
@@ -487,8 +493,9 @@ def decode_template_values(key: DecodeKey) -> dict:
         seesaw_segment_bytes=SEESAW_SEGMENT_BYTES,
         max_jobs=PAIR_MAX_JOBS,
         consumers=consumers, wg_rows=narrow_wg_rows(key), alternate=narrow_alternate(key),
+        features=narrow_features(key),
         producers=narrow_producers(key),
-        tile_records=NARROW_TILE_RECORDS, raw_skew=raw_skew(key), math_scales=narrow_math_scales(key),
+        raw_skew=raw_skew(key), math_scales=narrow_math_scales(key),
         rs=narrow_rs(key), raw_group=raw_group(key), raw_group_bytes=raw_group_bytes(key))
 
 

@@ -125,19 +125,16 @@ def test_each_schedule_renders_its_own_kernel(key):
 HOPPER_KEYS = [k for k in VARIANTS if isinstance(k, DecodeKey) and k.backend.value == "hopper"]
 
 
-def test_narrow_fp8_kernels_decode_in_the_math_at_16_rows_and_in_a_producer_at_32():
-    """The narrow kernel's fp8 records at 16 rows, dense or sparse, are read by the math
-    warpgroup itself (render.narrow_rs: two warps of one warpgroup copy them); at 32 rows
-    one producer warpgroup decodes them (O^T's accumulators need more than the 168
-    registers 384 threads leave); the launch, the rendered constant and the thread count
-    agree."""
+def test_narrow_fp8_kernels_decode_in_the_math():
+    """The narrow kernel's fp8 records at 16 and 32 rows, dense or sparse, are read by the
+    math warpgroups themselves (render.narrow_rs: two warps of one warpgroup copy them; no
+    producer decodes them); the launch, the rendered constant and the thread count agree."""
     from mla_cupy.render import narrow_consumers, narrow_producers, narrow_rs
     narrow = [k for k in HOPPER_KEYS if k.schedule.value == "narrow"]
     assert {(k.layout.value, k.sparsity.value) for k in narrow if narrow_rs(k)} == {
         (layout, sparsity) for layout in ("fp8", "fp8_ds_mla") for sparsity in ("dense", "sparse")}
-    assert all(k.tile_rows == 16 for k in narrow if narrow_rs(k))
-    assert not any(k.tile_rows == 16 and k.layout.value in ("fp8", "fp8_ds_mla") and not narrow_rs(k)
-                   for k in narrow)
+    assert {k.tile_rows for k in narrow if narrow_rs(k)} == {16, 32}
+    assert not any(k.layout.value in ("fp8", "fp8_ds_mla") and not narrow_rs(k) for k in narrow)
     for key in narrow:
         producers = narrow_producers(key)
         assert producers == 1, key.name
@@ -145,19 +142,30 @@ def test_narrow_fp8_kernels_decode_in_the_math_at_16_rows_and_in_a_producer_at_3
         assert f"constexpr int PRODUCERS = {producers};" in render(key), key.name
 
 
-def test_narrow_rs_kernels_take_alternate_tiles_over_an_even_raw_ring():
-    """Under narrow_rs two math warpgroups take alternate tiles (render.narrow_alternate, 384
-    threads, each all 16 rows) over a ring of an even number of raw tiles, so each raw tile
-    has one reader (with an odd ring a warpgroup's wait could read a phase as done before the
-    other's tile had landed: tests/test_hopper_protocol.py); no other narrow kernel
-    alternates."""
-    from mla_cupy.render import narrow_alternate, narrow_consumers, narrow_rs, narrow_wg_rows
+def test_narrow_rs_kernels_split_tiles_at_16_rows_and_features_at_32():
+    """Under narrow_rs at 16 rows two math warpgroups take alternate tiles
+    (render.narrow_alternate, 384 threads, each all 16 rows) over a ring of an even number of
+    raw tiles, so each raw tile has one reader (with an odd ring a warpgroup's wait could
+    read a phase as done before the other's tile had landed: tests/test_hopper_protocol.py);
+    at 32 rows both read every tile, each half of its columns (render.narrow_features: each
+    raw tile freed by the two warpgroups' eight warps, the partial scores summed through
+    shared memory); no other narrow kernel does either."""
+    from mla_cupy.render import (narrow_alternate, narrow_consumers, narrow_features, narrow_rs,
+                                 narrow_wg_rows)
     narrow = [k for k in HOPPER_KEYS if k.schedule.value == "narrow"]
     assert any(narrow_rs(k) for k in narrow)
     for key in narrow:
         cfg, src = launch_config(key), render(key)
-        assert narrow_alternate(key) == narrow_rs(key), key.name
+        assert narrow_alternate(key) == (narrow_rs(key) and key.tile_rows == 16), key.name
+        assert narrow_features(key) == (narrow_rs(key) and key.tile_rows == 32), key.name
         assert f"constexpr bool ALTERNATE = {'true' if narrow_alternate(key) else 'false'};" in src, key.name
+        assert f"constexpr bool FEATURES = {'true' if narrow_features(key) else 'false'};" in src, key.name
+        if narrow_features(key):
+            assert narrow_consumers(key) == 2 and narrow_wg_rows(key) == key.tile_rows == 32, key.name
+            assert cfg.num_threads == 384 and cfg.num_stages >= 3, (key.name, cfg.num_stages)
+            assert "mbar_init(raw_empty(i), FEATURES ? 4 * CONSUMERS : 4);" in src, key.name
+            assert src.count("if constexpr (FEATURES) exchange_st(s);") == 2, key.name
+            assert "constexpr int FRAG_BUFS = 3;" in src, key.name
         if narrow_alternate(key):
             assert narrow_consumers(key) == 2 and narrow_wg_rows(key) == key.tile_rows == 16, key.name
             assert cfg.num_threads == 384, key.name
@@ -167,8 +175,8 @@ def test_narrow_rs_kernels_take_alternate_tiles_over_an_even_raw_ring():
             # flight, each step's ldmatrix a step ahead (keyed on one math warpgroup, the
             # first landed form of these kernels ran without both)
             assert "constexpr int FRAG_BUFS = 3;" in src, key.name
-            assert "latent_raw(t, c + 1, raw);   // the next step's" in src, key.name
-            assert "v_raw(t, c + 1, raw);   // the next step's" in src, key.name
+            assert "latent_raw(t, c0 + c + 1, raw);   // the next step's" in src, key.name
+            assert "v_raw(t, c0 + c + 1, raw);   // the next step's" in src, key.name
 
 
 def _producer_bank_columns(row_bytes: int, lat_pieces: int, skew: int):
@@ -189,18 +197,18 @@ def _producer_bank_columns(row_bytes: int, lat_pieces: int, skew: int):
 
 def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
     """Each quarter warp's LDS.128 of the staged records and STS.128 into the slots or
-    tiles touch eight distinct 16-byte bank columns for every narrow and ring kernel whose
-    producer dequantises records (render.raw_skew rotates `fp8` keys' reads: unrotated,
+    tiles touch eight distinct 16-byte bank columns for every kernel whose producer
+    dequantises records, the ring's (render.raw_skew rotates `fp8` keys' reads: unrotated,
     576-byte rows fall in two columns, 4-way conflicted, and 512-byte rows in one); the
-    rendered kernel carries the skew.  A thread reads eight pieces of a group (ring: its
-    128-column group; narrow: a quarter or a half of the latent columns, in groups of eight)."""
-    from mla_cupy.render import narrow_producers, narrow_rs, raw_skew
+    rendered kernel carries the skew.  A thread reads eight pieces of a group (its
+    128-column group)."""
+    from mla_cupy.render import narrow_rs, raw_skew
     staged = [k for k in HOPPER_KEYS if k.schedule.value in ("narrow", "ring")
               and k.layout.value in ("fp8", "fp8_ds_mla") and not narrow_rs(k)]
-    assert {k.schedule.value for k in staged} == {"narrow", "ring"}
+    assert {k.schedule.value for k in staged} == {"ring"}   # (the narrow kernel's fp8 rows: narrow_rs)
     for key in staged:
         skew = raw_skew(key)
-        lat_pieces = 512 // (128 * narrow_producers(key) // 64) // 16 if key.schedule.value == "narrow" else 8
+        lat_pieces = 8
         reads, stores = _producer_bank_columns(key.row_bytes, lat_pieces, skew)
         assert all(len(set(r)) == 8 for r in reads), key.name
         assert all(len(set(s)) == 8 for s in stores), key.name
@@ -226,21 +234,21 @@ def test_fp8_producer_reads_and_stores_are_bank_conflict_free():
 def test_every_hopper_wgmma_takes_the_operand_type_its_records_decode_to(key):
     """fp16 MMAs for fp16 caches, for `fp8` rows in the narrow schedule (e4m3 -> fp16 is
     exact and one conversion per two values; its bf16 queries go to fp16 in shared
-    memory) and for `fp8_ds_mla` records in the 16-row narrow kernel (whose math applies
+    memory) and for `fp8_ds_mla` records in the narrow kernel (whose math applies
     the group scales), bf16 for everything else (docs/spec.md section 3, Precision).  The
-    dense ones of those at 16 rows (render.narrow_rs) carry one bf16 wgmma besides: the form
+    narrow ones of those (render.narrow_rs) carry one bf16 wgmma besides: the form
     that reads `fp8_ds_mla`'s bf16 rope as it is (fp8's kernels never reach it: its SASS has
     no BF16 HGMMA, checked on the CPU in session 41)."""
     from mla_cupy.render import hopper_mma_type, narrow_rs
     narrow = key.schedule.value == "narrow"
     f16 = (key.layout.value == "fp16" or (key.layout.value == "fp8" and narrow)
-           or (key.layout.value == "fp8_ds_mla" and narrow and key.tile_rows == 16))
+           or (key.layout.value == "fp8_ds_mla" and narrow))
     assert hopper_mma_type(key) == ("f16" if f16 else "bf16")
     src = render(key)
     wgmmas = [line for line in src.splitlines() if "wgmma.mma_async" in line]
     rope = [w for w in wgmmas if ".f32.bf16.bf16" in w] if narrow_rs(key) else []
     assert len(rope) == (1 if narrow_rs(key) else 0), key.name
-    assert narrow_rs(key) == (narrow and key.tile_rows == 16 and key.layout.value in ("fp8", "fp8_ds_mla"))
+    assert narrow_rs(key) == (narrow and key.layout.value in ("fp8", "fp8_ds_mla"))
     assert wgmmas and all(".f32.f16.f16" in w if f16 else ".f32.bf16.bf16" in w
                           for w in wgmmas if w not in rope), key.name
     if key.schedule.value == "narrow" and key.layout.value in ("fp8", "fp8_ds_mla"):
@@ -422,30 +430,21 @@ def test_the_ring_without_key_reads_compiles():
     _nvrtc_compile(src, "nokeys.cu")
 
 
-@pytest.mark.parametrize("ablation", ["strip", "strip+noconvert", "strip+nostore", "strip+nocopy",
-                                      "strip+nolookup", "nocopy+noconvert+nostore", "idle", "nomath",
-                                      "idle+nomath"])
-def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
-    """The narrow kernel's producer form (`fp8` rows at 32 rows; at 16 the math reads the
-    records itself, render.narrow_rs): its wgmma helpers (wgmma_st, wgmma_ot) are stripped,
-    and each ablation edits its own producer (the fp16 decode, the bulk copies, the stores
-    into the slots), not the ring's; the result compiles."""
+@pytest.mark.parametrize("ablation", ["strip", "nomath", "strip+nomath"])
+def test_producer_ablations_reach_the_narrow_kernels_16_bit_math(ablation):
+    """The narrow kernel over a 16-bit cache: its wgmma helpers (wgmma_st, wgmma_ot) are
+    stripped, and nomath reduces its math warpgroups to each tile's wait and release (its
+    loading warp's TMA boxes alone); the result compiles."""
     from mla_cupy.variants import parse
     producer_ceiling = _tool("producer_ceiling")
-    name = "mla_decode_fp8_causal_dense_fold0_m32_hopper_narrow"
+    name = "mla_decode_bf16_causal_dense_fold0_m16_hopper_narrow"
     source = render(parse(name))
     src = producer_ceiling.transformed_source((name,), ablation)
     abl, keep_mma = producer_ceiling.parse_ablation(ablation)
-    st = src.index("{", src.index(producer_ceiling.STRIP[0][0])) + 1
+    st = src.index("{", src.index(producer_ceiling.STRIP[1][0])) + 1
     assert (src[st:st + len(" return;")] == " return;") != keep_mma
     base = source if keep_mma else producer_ceiling.stripped_source(source)
     assert (src != base) == bool(abl)
-    if "noconvert" in abl:
-        assert "lo = e4m3x8_to_f16x8(" not in src
-    if "nostore" in abl:
-        assert "= 0x9e3779b9u" in src
-    if "idle" in abl:   # the producer returns before its first lookup
-        assert src.index("if (num_tiles >= 0) return;") < src.index("cur = resolve(fetch(0));")
     if "nomath" in abl:   # no MMA is issued: each issue call sits under a false condition
         assert src.count("if (false) {") == 2 and "j < 0; ++j) {\n        issue_ot(j - 1);" in src
     _nvrtc_compile(src, "narrow_ablation.cu")
@@ -455,7 +454,9 @@ def test_producer_ablations_reach_the_narrow_kernels_fp8_producer(ablation):
                                       "noconvert", "nomath", "nocopy+nomath", "nocopy", "nocopy+noconvert"])
 @pytest.mark.parametrize("name", ["mla_decode_fp8_ds_mla_null_dense_fold0_m16_hopper_narrow",
                                   "mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow",
-                                  "mla_decode_fp8_ds_mla_null_sparse_fold0_m16_hopper_narrow"])
+                                  "mla_decode_fp8_ds_mla_null_sparse_fold0_m16_hopper_narrow",
+                                  "mla_decode_fp8_causal_dense_fold0_m32_hopper_narrow",
+                                  "mla_decode_fp8_ds_mla_null_sparse_fold1_m32_hopper_narrow"])
 def test_producer_ablations_reach_the_narrow_kernels_register_operand_math(name, ablation):
     """The narrow kernel over fp8 records (render.narrow_rs): 'strip' empties its RS wgmma
     helper as well as the slot path's (else its MMAs would stay), noconvert feeds the raw
@@ -475,7 +476,7 @@ def test_producer_ablations_reach_the_narrow_kernels_register_operand_math(name,
     if "noconvert" in abl:
         assert "_to_f16x2(r[" not in src and "_to_f16x2(lo)" not in src and "_to_f16x2(hi)" not in src
     if "nolookup" in abl:
-        assert "                const KeySource nxt = cur;\n" in src
+        assert "            const KeySource nxt = cur;\n" in src
     if "nocopy" in abl:
         assert src.count("const bool copy = false;") == 1
     if "nomath" in abl:

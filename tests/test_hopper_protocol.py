@@ -903,57 +903,6 @@ def narrow_loader(chunks, empty="nempty"):
 MBAR_PARTIES.update({"nfull": 1, "nempty": 1})
 
 
-# fp8 layouts: the producer warpgroups publish a tile's chunks together on one of
-# TILE_BARS tile barriers (ntile[t % tile_bars], its arrival after the producer's own
-# barrier), and warpgroup 0 waits on it once a tile instead of once a chunk.
-
-def narrow_raw_math(chunks, v_chunks, tile_bars):
-    def math(n, slots):
-        for j in range(n):
-            if j >= 1:                                   # O^T(j - 1) retired: its V chunks
-                for c in range(v_chunks):
-                    yield "marrive", ("nempty", ((j - 1) * chunks + c) % slots), None
-            yield "mwait", ("ntile", j % tile_bars), j // tile_bars   # S^T(j): the whole tile
-            for c in range(v_chunks, chunks):            # S^T(j) retired: its rope chunks
-                yield "marrive", ("nempty", (j * chunks + c) % slots), None
-    return math
-
-
-def narrow_raw_producer(chunks, tile_bars):
-    def producer(n, slots):
-        for t in range(n):
-            for c in range(chunks):                      # (nine threads, one slot each)
-                at = t * chunks + c
-                if at >= slots:
-                    yield "mwait", ("nempty", at % slots), at // slots - 1
-            yield "marrive", ("ntile", t % tile_bars), None
-    return producer
-
-
-MBAR_PARTIES.update({"ntile": 1})
-
-
-@pytest.mark.parametrize("chunks, v_chunks", [(9, 8), (8, 8)])   # D_QK 576, 512
-@pytest.mark.parametrize("slots", [17, 18, 20, 21])               # fp8 layouts' rings: 20-21 at 16 rows
-def test_narrow_tile_barriers_neither_hang_nor_lap(chunks, v_chunks, slots):
-    """The kernel's four tile barriers (TILE_BARS = render.NARROW_TILE_RECORDS; it asserts
-    SLOTS / CHUNKS + 1 < 4)."""
-    warpgroups = (narrow_raw_math(chunks, v_chunks, 4), narrow_raw_producer(chunks, 4))
-    assert {n: run(n, slots, warpgroups, 10) for n in range(12)} == {n: "ok" for n in range(12)}
-
-
-def test_the_model_shows_how_many_tile_barriers_the_producer_needs():
-    """Tile t + k's publication reuses t's barrier; the producer can publish it only
-    once warpgroup 0 freed the slots t + k lands in.  With 21 slots of 9 chunks it
-    publishes at most one tile past the one warpgroup 0 waits for (t + 2 needs tile
-    t's V chunks, freed after S^T(t)), so one barrier laps and two do not: the
-    kernel's four (SLOTS / CHUNKS + 1 < TILE_RECORDS) leave room to spare."""
-    def warpgroups(bars):
-        return (narrow_raw_math(9, 8, bars), narrow_raw_producer(9, bars))
-    assert "lapped" in run(10, 21, warpgroups(1), 10)
-    assert run(10, 21, warpgroups(2), 10) == "ok"
-
-
 @pytest.mark.parametrize("chunks, v_chunks", [(9, 8), (8, 8)])   # D_QK 576, 512
 @pytest.mark.parametrize("slots", [18, 25, 31])                   # the kernel has 25 (>= 2 chunks)
 def test_narrow_ring_neither_hangs_nor_laps(chunks, v_chunks, slots):
@@ -1503,7 +1452,7 @@ def test_the_model_catches_a_persistent_loader_that_does_not_wait_for_empty():
 # key are written before the arrival).  Each math warpgroup waits for tile j before S^T(j)
 # and frees it once O^T(j)'s fragments are in registers (iteration j + 1, before it waits
 # for tile j + 1; the last tile after the loop), one arrival a warp ("rempty1": four, "rempty2":
-# eight for two math warpgroups).  A copying warp refills raw tile t % RAW_TILES only once
+# eight for two math warpgroups that both read every tile, render.narrow_features).  A copying warp refills raw tile t % RAW_TILES only once
 # that barrier's phase for tile t - RAW_TILES completed.
 
 MBAR_PARTIES.update({"rfull": 2, "rempty1": 4, "rempty2": 8})
@@ -1534,9 +1483,12 @@ def rs_warps(consumers, raw_tiles, empty=None, waits=True):
     return (rs_math(empty, raw_tiles),) * consumers + (rs_copier(empty, raw_tiles, waits),) * 2
 
 
-@pytest.mark.parametrize("consumers", [1])
-@pytest.mark.parametrize("raw_tiles", [2, 4, 5])                  # the kernels: 4 (fp8_ds_mla), 5 (fp8)
+@pytest.mark.parametrize("consumers", [1, 2])   # 2: the 32-row kernels, both warpgroups on every tile
+@pytest.mark.parametrize("raw_tiles", [2, 3, 4, 5])               # 32 rows: 3 (fp8_ds_mla), 4 (fp8)
 def test_narrow_raw_tile_ring_neither_hangs_nor_laps(consumers, raw_tiles):
+    """(render.narrow_features: every warpgroup waits for every tile in order, so the ring
+    need not be even, as alternate tiles need; the two also meet on named barriers twice a
+    tile, the exchange and P^T's, which order them further.)"""
     warps = rs_warps(consumers, raw_tiles)
     assert {n: run(n, raw_tiles, warps, 20) for n in range(14)} == {n: "ok" for n in range(14)}
 

@@ -20,13 +20,11 @@ it bound by the instructions it issues, NOTES.md):
              arrivals alone; the bytes dequantised are whatever the buffer held)
   noload     the pair schedule's register loads of the records (zeros dequantised;
              MLA_CUPY_HOPPER_SCHEDULE=pair)
-  nolookup   the narrow producer's (narrow_rs: copying warps') key lookups past the
-             first tile (each tile copies and decodes the first tile's records again)
-  idle       the narrow producer reduced to the hand-over: each slot's empty wait and
-             the tile's publication, nothing copied, read, decoded or stored
-  nomath     the narrow math warpgroup reduced to the hand-over: each tile's wait for
-             its chunks (narrow_rs: its raw tile) and their release, no MMA, fragment,
-             softmax or P^T (with idle: the bare hand-over)
+  nolookup   the narrow kernel's copying warps' key lookups past the first tile (each
+             tile copies the first tile's records again)
+  nomath     the narrow math warpgroups reduced to the hand-over: each tile's wait for
+             its chunks (fp8 records: its raw tile) and their release, no MMA, fragment,
+             softmax or P^T
   nokeys     the ring's dense 16-bit key copies zero-fill instead of reading (cp.async
              with no source bytes): no key leaves DRAM, every hand-over, lookup, MMA and
              softmax stays (on zeros) — with --keep-mma, the ring's math and hand-overs
@@ -76,23 +74,7 @@ _PRODUCER_END = "cp_async_wait<0>();                // (Q, when there was no til
 _SINK = "ablation_sink ^= {0}.x ^ {0}.y ^ {0}.z ^ {0}.w;"
 _SINK_USE = ("if (ablation_sink == 0x9e3779b9u) "
              "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = ablation_sink;\n")
-# The narrow kernel's producer (mla_decode_narrow.cu.j2): its fp16 decode, its copies
-# and its stores into the slots
-_N_LO = "                lo = e4m3x8_to_f16x8(make_uint2(v.x, v.y));"
-_N_HI = "                hi = e4m3x8_to_f16x8(make_uint2(v.z, v.w));"
-_N_STORE = "            *reinterpret_cast<uint4*>(smem + (slot - smem_base) + sw128_offset<KV_CHUNK_BYTES>(n, j & 7)) = v;"
-_N_SINK = ("            if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9e3779b9u) "
-           "*reinterpret_cast<volatile u32*>(smem + SMEM_MBAR - 4) = v.x;")
-_N_PRODUCER_LOOP = "        KeySource cur{};\n        cur.kpos = KPOS_INVALID;\n"
-_N_IDLE = ("        for (int tile = 0; tile < num_tiles; ++tile) {\n"
-           "            if (p < CHUNKS) {\n"
-           "                const int ra = ring_at(tile, p);\n"
-           "                if (ra >= SLOTS) mbar_wait(empty_bar(ra), parity(ra) ^ 1u);\n"
-           "            }\n"
-           "            bar_sync_producer(BAR_PUBLISH);\n"
-           "            if (p == 0) mbar_arrive(tile_bar(tile));\n"
-           "        }\n"
-           "        if (num_tiles >= 0) return;\n")
+# The narrow kernel's math over 16-bit caches (mla_decode_narrow.cu.j2)
 _N_MATH_FIRST = "    float s[ST_REGS];\n    if (num_tiles > 0) {\n        issue_st(0, s);"
 _N_MATH_LOOP = "    for (int j = 1; j < num_tiles; ++j) {\n        issue_ot(j - 1);"
 _N_MATH_LAST = "    if (num_tiles > 0) {\n        issue_ot(num_tiles - 1);"
@@ -103,7 +85,7 @@ _N_NOMATH = ("    for (int j = 0; j < num_tiles; ++j) {\n"
 # The narrow kernel over fp8 records (render.narrow_rs): its math warpgroups' conversions
 # of the A fragments (S^T's latent columns, O^T's), its loop, and its copying warps' lookups
 _RS_CONVERT = [(f"a[{i}] = e4m3x2_{h}_to_f16x2({x});", f"a[{i}] = {x};") for i, h, x in (
-    (0, "lo", "r[h][2 * k]"), (1, "lo", "r[h][2 * k + 1]"), (2, "hi", "r[h][2 * k]"), (3, "hi", "r[h][2 * k + 1]"),
+    (0, "lo", "r[2 * k]"), (1, "lo", "r[2 * k + 1]"), (2, "hi", "r[2 * k]"), (3, "hi", "r[2 * k + 1]"),
     (0, "lo", "lo"), (1, "hi", "lo"), (2, "lo", "hi"), (3, "hi", "hi"))]
 _RS_MATH_FIRST = "    if (first < num_tiles) {\n        rs_st(first);"
 _RS_MATH_LOOP = "    for (; j < num_tiles; j += STEP) {\n        rs_ot(j - STEP);"
@@ -113,14 +95,13 @@ _RS_NOMATH = ("    for (int j = first; j < num_tiles; j += STEP) {   // (the war
               "        __syncwarp();\n"
               "        if (lane == 0) mbar_arrive(raw_empty(j));\n"
               "    }\n")
-_RS_LOOKUP = "                const KeySource nxt = resolve(ahead);   // (fetched a tile ago)\n"
+_RS_LOOKUP = "            const KeySource nxt = resolve(ahead);   // (fetched a tile ago)\n"
 # name -> alternatives, each a list of (old, new) edits of the rendered fp8 kernel: the
 # first alternative whose edits are all found exactly once is applied (the narrow
 # kernel's before the ring's and pair's)
 ABLATIONS = {
     "noscale": [[("        if constexpr (SCALED) {", "        if constexpr (false) {")]],
-    "noconvert": [_RS_CONVERT, [(_N_LO, "                lo = v;"), (_N_HI, "                hi = v;")],
-                  [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")]],
+    "noconvert": [_RS_CONVERT, [(_DEQUANT, _DEQUANT + " return make_uint4(v.x, v.y, v.y, v.x);")]],
     "nocopy": [[("            const bool copy = src.kpos != KPOS_INVALID;", "            const bool copy = false;")],
                [("const bool copy = mine && src.kpos != KPOS_INVALID;", "const bool copy = false;")]],
     "noload": [[("const bool valid = src.kpos != KPOS_INVALID;   // a masked slot is not read: zeros",
@@ -131,25 +112,19 @@ ABLATIONS = {
                 ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
                 ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
                  "peer_smem(full_remote(g), peer));\n", "")]],
-    # the narrow producer's per-key page lookups for the next tile (the tile's keys reuse
+    # the copying warps' per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
-    "nolookup": [[(_RS_LOOKUP, "                const KeySource nxt = cur;\n"),
-                   ("                ahead = fetch(tile + 2);\n", "")],
-                 [("            const KeySource nxt = resolve(ahead);", "            const KeySource nxt = cur;"),
+    "nolookup": [[(_RS_LOOKUP, "            const KeySource nxt = cur;\n"),
                   ("            ahead = fetch(tile + 2);\n", "")]],
-    # the narrow kernel's two sides apart: its producer reduced to the hand-over (each
-    # slot's empty wait and the tile's publication, nothing read, decoded or stored), and
-    # its math warpgroup reduced to the hand-over (each tile's wait and its release; no
-    # MMA, softmax or P^T): what each side costs with the other one instant
-    "idle": [[(_N_PRODUCER_LOOP, _N_IDLE + _N_PRODUCER_LOOP)]],
+    # the narrow kernel's math warpgroups reduced to the hand-over (each tile's wait and
+    # its release; no MMA, softmax or P^T): what its loads cost with the math instant
     "nomath": [[(_RS_MATH_FIRST, _RS_NOMATH + _RS_MATH_FIRST.replace("if (first < num_tiles)", "if (false)")),
                 (_RS_MATH_LOOP, _RS_MATH_LOOP.replace("j < num_tiles", "j < 0")),
                 (_RS_MATH_LAST, _RS_MATH_LAST.replace("if (first < num_tiles)", "if (false)"))],
                [(_N_MATH_FIRST, _N_NOMATH + _N_MATH_FIRST.replace("if (num_tiles > 0)", "if (false)")),
                 (_N_MATH_LOOP, _N_MATH_LOOP.replace("j < num_tiles", "j < 0")),
                 (_N_MATH_LAST, _N_MATH_LAST.replace("if (num_tiles > 0)", "if (false)"))]],
-    "nostore": [[(_N_STORE, _N_SINK)],
-                [(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
+    "nostore": [[(_STORE_FN, "u32 ablation_sink = 0;\n" + _STORE_FN),
                  (_STORE_LO, _SINK.format("lo")), (_STORE_HI, _SINK.format("hi")),
                  (_PRODUCER_END, _SINK_USE + _PRODUCER_END)]],
 }

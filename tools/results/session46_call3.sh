@@ -1,4 +1,5 @@
-# Session 46, call 3: the 32-row RS kernels with the features split (next_narrow_features.patch:
+# Session 46, call 3: the 32-row RS kernels with the features split (next_narrow_features.patch, with
+# the narrow kernel's dequantising producer deleted (no variant used it any more):
 # render.narrow_features; both math warpgroups on every tile, each converting half of each
 # key's columns, partial S^T summed through shared memory) checked, then timed beside HEAD
 # (32 rows today: the producer warpgroup's dequantising form).  ~450 s warm.
