@@ -337,10 +337,9 @@ def raw_tile_bytes(key: DecodeKey) -> int:
 
 def narrow_consumers(key: DecodeKey) -> int:
     """Math warpgroups of a narrow kernel: two of 16 rows for a 32-row tile over 16-bit
-    caches (one's MMAs run under the other's softmax); two on alternate tiles under
-    narrow_alternate; other fp8 layouts keep one (their producer warpgroup takes the
-    fourth warpgroup's registers)."""
-    if narrow_alternate(key) or narrow_features(key):
+    caches (one's MMAs run under the other's softmax); two under narrow_rs, each with every
+    row (narrow_alternate at 16 rows, narrow_features at 32)."""
+    if narrow_rs(key):
         return 2
     return 2 if key.tile_rows == 32 and not records.is_byte_record(key.layout) else 1
 
@@ -368,9 +367,7 @@ def narrow_features(key: DecodeKey) -> bool:
 
 def narrow_wg_rows(key: DecodeKey) -> int:
     """Rows of a narrow kernel's math warpgroup (its wgmma N)."""
-    if narrow_alternate(key) or narrow_features(key):
-        return key.tile_rows
-    return key.tile_rows // narrow_consumers(key)
+    return key.tile_rows if narrow_rs(key) else key.tile_rows // narrow_consumers(key)
 
 
 def narrow_producers(key: DecodeKey) -> int:
@@ -418,7 +415,7 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     # its setmaxnreg; alternate: the second one's row maxima and sums for the merge;
     # features: each one's partial S^T (float32 a thread's accumulators) for the other
     alternate = narrow_alternate(key)
-    turns = narrow_consumers(key) if alternate or features else 1
+    turns = narrow_consumers(key) if rs else 1
     merge_rows = 2 * 4 * rows if alternate else 0
     exchange = turns * block_n * rows * 4 if features else 0
     return (key.d_qk * 2 * rows + turns * pt_copies * rows * 2 * block_n
