@@ -75,6 +75,7 @@ def test_fp8_suite_pairs_each_fp8_layout_with_the_bf16_case_of_its_shape():
     suite = B.SUITES["fp8"]
     assert [c.name for c in suite] == [
         "b128_h16_s8192", "fp8_b128_h16_s8192", "fp8_ds_mla_b128_h16_s8192",
+        "b128_h32_s8192", "fp8_b128_h32_s8192", "fp8_ds_mla_b128_h32_s8192",
         "b128_h128_s8192", "fp8_b128_h128_s8192", "fp8_ds_mla_b128_h128_s8192"]
     for c in suite:
         ref = B.NAMED_CASES[f"b128_h{c.num_heads}_s8192"]

@@ -29,6 +29,10 @@ it bound by the instructions it issues, NOTES.md):
              with no source bytes): no key leaves DRAM, every hand-over, lookup, MMA and
              softmax stays (on zeros) — with --keep-mma, the ring's math and hand-overs
              without the memory: is its tile rate the math's or the loads'?
+  noexchange the 32-row RS kernel's exchange of partial S^T (render.narrow_features): each
+             math warpgroup's softmax runs on its own partial, no store, barrier or load
+  nosoftmax  the narrow math warpgroups' softmax reduced to its closing barrier (no max,
+             exponentials, O^T rescale or P^T writes; the MMAs read a stale P^T)
   nopeer     the pair schedule's st.async stores into the peer CTA (its full_remote
              barrier completes on the expect-tx of no bytes): what the distributed
              shared memory traffic costs
@@ -112,6 +116,12 @@ ABLATIONS = {
                 ("            st_async_16(peer_smem(off, peer), v, peer_smem(full_remote(g), peer));\n", ""),
                 ("                        st_async_4(peer_smem(smem_base + SMEM_VIS + 4 * at, peer), bits, "
                  "peer_smem(full_remote(g), peer));\n", "")]],
+    "noexchange": [[("    auto exchange_st = [&](float (&s)[ST_REGS]) {\n",
+                     "    auto exchange_st = [&](float (&s)[ST_REGS]) {\n        return;\n")]],
+    "nosoftmax": [[("    auto softmax = [&](int tile, float (&s)[ST_REGS]) {\n",
+                    "    auto softmax = [&](int tile, float (&s)[ST_REGS]) {\n"
+                    "        if constexpr (FEATURES) bar_sync_math(BAR_P);\n        else bar(BAR_P);\n"
+                    "        return;\n")]],
     # the copying warps' per-key page lookups for the next tile (the tile's keys reuse
     # the current tile's sources: the copies then read the same rows again)
     "nolookup": [[(_RS_LOOKUP, "            const KeySource nxt = cur;\n"),
