@@ -51,6 +51,18 @@ def test_running_max_kept_behind_and_moved(compiled_kernels, rng, num_heads, dty
         _check(case, num_partitions=p)
 
 
+@pytest.mark.parametrize("num_heads", [128, 64, 32, 16])
+def test_every_score_far_below_zero(compiled_kernels, rng, num_heads):
+    """Every score of every row near -120 (natural log; -173 in log2 units): a row's first
+    running max lies below -128, where a factor of exp2(-max) for the nothing accumulated
+    before it is inf and 0 x inf NaN (the narrow kernel's softmax did that until session
+    47).  Seesaw, ring and narrow row groups, one and three splits."""
+    case = make_case(rng, seq_lens=[1, 2, 1], cache_lens=[700, 129, 64], num_heads=num_heads,
+                     mask="causal", key_offsets=lambda j: -120.0)
+    for p in (1, 3):
+        _check(case, num_partitions=p)
+
+
 @pytest.mark.parametrize("num_heads,seq_lens", [(16, [1] * 5), (128, [1, 2, 0, 3]), (20, [4, 4]),
                                                 (16, [1] * 64)])
 def test_independent_of_num_partitions_and_deterministic(compiled_kernels, rng, num_heads, seq_lens):

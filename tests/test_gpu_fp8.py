@@ -91,6 +91,20 @@ def test_extremes_and_scales_not_powers_of_two(compiled_kernels, rng, layout):
         _check(case, num_partitions=p)
 
 
+@pytest.mark.parametrize("num_heads", [16, 32])
+def test_every_score_far_below_zero(compiled_kernels, rng, num_heads):
+    """fp8_ds_mla (its bf16 rope holds the offset column) in the narrow kernel's 16- and
+    32-row forms, every score near -120: a row's first running max below -128 in log2
+    units (tests/test_gpu_dense.py's test of the same name)."""
+    from mla_cupy import dispatch
+    case = make_case(rng, seq_lens=[1, 1, 1], cache_lens=[700, 129, 64], num_heads=num_heads,
+                     layout="fp8_ds_mla", mask="causal", key_offsets=lambda j: -120.0)
+    for p in (1, 3):
+        dispatch._eager_plans.clear()
+        _check(case, num_partitions=p)
+        assert_schedule_ran(dispatch._eager_plans.values(), f"_m{num_heads}_hopper_narrow", case.describe())
+
+
 def test_fp8_ds_mla_group_scales_near_the_narrow_kernels_limit(compiled_kernels, rng, monkeypatch):
     """fp8_ds_mla group scales up to the bound of docs/spec.md section 4: at 16 rows the
     narrow kernel writes P x scale in fp16 and P reaches 2^8 under the running max's slack,
