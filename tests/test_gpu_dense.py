@@ -55,8 +55,9 @@ def test_running_max_kept_behind_and_moved(compiled_kernels, rng, num_heads, dty
 def test_every_score_far_below_zero(compiled_kernels, rng, num_heads):
     """Every score of every row near -120 (natural log; -173 in log2 units): a row's first
     running max lies below -128, where a factor of exp2(-max) for the nothing accumulated
-    before it is inf and 0 x inf NaN (the narrow kernel's softmax did that until session
-    47).  Seesaw, ring and narrow row groups, one and three splits."""
+    before it is inf and 0 x inf NaN (the narrow and seesaw kernels' softmax did that until
+    session 47: NaN at h 64 and 128 on the H200).  Seesaw, ring and narrow row groups, one
+    and three splits."""
     case = make_case(rng, seq_lens=[1, 2, 1], cache_lens=[700, 129, 64], num_heads=num_heads,
                      mask="causal", key_offsets=lambda j: -120.0)
     for p in (1, 3):
