@@ -359,9 +359,10 @@ def narrow_features(key: DecodeKey) -> bool:
     """Whether a narrow kernel's two math warpgroups split the *features* of every tile:
     under narrow_rs at 32 rows, warpgroup w converts latent chunks 4 w .. 4 w + 3 and half
     the rope of each key, computes the partial S^T over them, the two partials are summed
-    through shared memory, both run the same softmax on the sum (the same m, l and P), and
-    each accumulates O^T over its four chunks: every key converted once, a warpgroup's O^T
-    64 registers a thread (tools/results/NOTES.md session 45's design)."""
+    through shared memory, each runs the softmax of its 16 rows (P^T and the rows' factors
+    through shared memory), and each accumulates O^T of all the rows over its four chunks:
+    every key converted once, a warpgroup's O^T 64 registers a thread (tools/results/NOTES.md
+    session 45's design; the softmax split by rows, session 47)."""
     return narrow_rs(key) and key.tile_rows == 32
 
 
@@ -406,19 +407,19 @@ def _narrow_fixed_bytes(key: DecodeKey) -> int:
     # keys' tokens (sparse) and group scales; it keeps the unused slot's two mbarriers
     rs = narrow_rs(key)
     assert rs == raw, key.name   # fp8 records: the RS form only (sparse: each key's tokens in the stages)
-    # narrow_math_scales: a P^T a scale group (narrow_features: of the warpgroup's two), and
-    # each key's group scales (float32)
+    # narrow_math_scales: a P^T a scale group, and each key's group scales (float32)
     features = narrow_features(key)
-    pt_copies = (records.NUM_GROUPS // (2 if features else 1)) if narrow_math_scales(key) else 1
+    pt_copies = records.NUM_GROUPS if narrow_math_scales(key) else 1
     # narrow_alternate / narrow_features: each math warpgroup its own P^T and row reductions
     # (of all the rows), and split mode's segment (the walk area), which each role reads after
     # its setmaxnreg; alternate: the second one's row maxima and sums for the merge;
-    # features: each one's partial S^T (float32 a thread's accumulators) for the other
+    # features: one P^T of every row, each one's partial S^T (float32 a thread's
+    # accumulators) for the other, each row's factor and output factor
     alternate = narrow_alternate(key)
     turns = narrow_consumers(key) if rs else 1
     merge_rows = 2 * 4 * rows if alternate else 0
-    exchange = turns * block_n * rows * 4 if features else 0
-    return (key.d_qk * 2 * rows + turns * pt_copies * rows * 2 * block_n
+    exchange = turns * block_n * rows * 4 + 2 * rows * 4 if features else 0
+    return (key.d_qk * 2 * rows + (1 if features else turns) * pt_copies * rows * 2 * block_n
             + (2 * 8 if rs else 0)
             + turns * 4 * rows * 4 + merge_rows + exchange
             + NARROW_WALK_BYTES + 1024)

@@ -149,7 +149,7 @@ def test_narrow_rs_kernels_split_tiles_at_16_rows_and_features_at_32():
     read a phase as done before the other's tile had landed: tests/test_hopper_protocol.py);
     at 32 rows both read every tile, each half of its columns (render.narrow_features: each
     raw tile freed by the two warpgroups' eight warps, the partial scores summed through
-    shared memory); no other narrow kernel does either."""
+    shared memory, each warpgroup the softmax of its 16 rows); no other narrow kernel does either."""
     from mla_cupy.render import (narrow_alternate, narrow_consumers, narrow_features, narrow_rs,
                                  narrow_wg_rows)
     narrow = [k for k in HOPPER_KEYS if k.schedule.value == "narrow"]
@@ -165,6 +165,8 @@ def test_narrow_rs_kernels_split_tiles_at_16_rows_and_features_at_32():
             assert cfg.num_threads == 384 and cfg.num_stages >= 3, (key.name, cfg.num_stages)
             assert "mbar_init(raw_empty(i), FEATURES ? 4 * CONSUMERS : 4);" in src, key.name
             assert src.count("if constexpr (FEATURES) exchange_st(s);") == 2, key.name
+            # each warpgroup the softmax of its 16 rows (session 47): half the scores a thread
+            assert "constexpr int SM_REGS = FEATURES ? ST_REGS / CONSUMERS : ST_REGS;" in src, key.name
             assert "constexpr int FRAG_BUFS = 3;" in src, key.name
         if narrow_alternate(key):
             assert narrow_consumers(key) == 2 and narrow_wg_rows(key) == key.tile_rows == 16, key.name
