@@ -1493,6 +1493,47 @@ def test_narrow_raw_tile_ring_neither_hangs_nor_laps(consumers, raw_tiles):
     assert {n: run(n, raw_tiles, warps, 20) for n in range(14)} == {n: "ok" for n in range(14)}
 
 
+def rs_features_math(raw_tiles):
+    """A math warpgroup of the 32-row RS kernel (render.narrow_features): per tile, O^T(j - 1)'s
+    fragments loaded (four arrivals on the raw tile's empty barrier, of eight), S^T(j) after the
+    tile landed, then the two warpgroups' named barriers: the partial S^T exchanged (BAR_XCH),
+    each one's rows of P^T and their factors written (BAR_P); after the loop the last O^T's
+    arrivals, and the epilogue's exchange of the rows' output factors (BAR_EDGE)."""
+    def math(n, _):
+        for j in range(n + 1):
+            if j >= 1:
+                for _warp in range(4):
+                    yield "marrive", ("rempty2", (j - 1) % raw_tiles), None
+            if j < n:
+                yield "mwait", ("rfull", j % raw_tiles), j // raw_tiles
+                yield "sync", "xch"
+                yield "sync", "p"
+        yield "sync", "fins"
+    return math
+
+
+@pytest.mark.parametrize("raw_tiles", [3, 4])    # fp8_ds_mla, fp8
+def test_the_32_row_kernels_tiles_and_named_barriers_neither_hang_nor_lap(raw_tiles):
+    """The two math warpgroups meet twice a tile on named barriers (the exchange, P^T) and once
+    in the epilogue, while the copying warps refill each raw tile once both freed it."""
+    warps = (rs_features_math(raw_tiles),) * 2 + (rs_copier("rempty2", raw_tiles),) * 2
+    assert {n: run(n, raw_tiles, warps, 20) for n in range(14)} == {n: "ok" for n in range(14)}
+
+
+def test_the_model_catches_a_warpgroup_that_skips_the_exchange():
+    """One math warpgroup leaving out a tile's exchange leaves the other waiting (or joining
+    P^T's barrier a phase off): the model must not call that ok."""
+    def skipping(n, raw_tiles):
+        exchanges = 0
+        for op in rs_features_math(raw_tiles)(n, raw_tiles):
+            exchanges += op == ("sync", "xch")
+            if op == ("sync", "xch") and exchanges == 2:
+                continue
+            yield op
+    warps = (rs_features_math(4), skipping) + (rs_copier("rempty2", 4),) * 2
+    assert run(5, 4, warps, 0) != "ok"
+
+
 def test_the_model_catches_a_copying_warp_that_does_not_wait_for_empty():
     assert "lapped" in run(9, 4, rs_warps(1, 4, waits=False), 20)
 
