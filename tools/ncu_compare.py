@@ -2,6 +2,8 @@
 
     PYTHONPATH=.:/tmp/site python3 tools/ncu_compare.py CASE [CASE ...] --peer flashmla [--out DIR]
     python3 tools/ncu_compare.py --raw ours.csv peer.csv      (saved raw pages, no GPU)
+    PYTHONPATH=. python3 tools/ncu_compare.py CASE --peer none --out DIR   (ours only: two trees'
+        pages, each saved from its own tree, then compared with --raw)
 
 For each case, one call of ours and one of the peer's (kernel_times.py's child: the same
 inputs as `mla-cupy bench`, one warm-up call first) run under `ncu --set full` with the
@@ -42,6 +44,9 @@ PATTERNS = [
     r"^gpu__compute_memory_throughput\.avg\.pct_of_peak_sustained_elapsed$",
     r"^dram__throughput\.avg\.pct_of_peak_sustained_elapsed$",
     r"^dram__bytes_read\.sum$",
+    r"^lts__t_(sectors|requests)(_srcunit_tex)?_op_read\.sum$",
+    r"^l1tex__m_xbar2l1tex_read_(bytes|sectors)\.sum$",
+    r"^l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_(ld|st)\.sum$",
     r"^lts__t_sector_hit_rate\.pct$",
     r"^l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum$",
     r"^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio$",
@@ -122,11 +127,12 @@ def main(argv=None) -> int:
         return 0
     sys.path.insert(0, HERE)
     from kernel_times import check_arguments
-    check_arguments(a.cases, a.peer)
+    check_arguments(a.cases, None if a.peer == "none" else a.peer)
     os.makedirs(a.out, exist_ok=True)
     for name in a.cases:
         texts = {}
-        for side, peer in (("ours", None), (a.peer, a.peer)):
+        sides = (("ours", None),) if a.peer == "none" else (("ours", None), (a.peer, a.peer))
+        for side, peer in sides:
             try:
                 texts[side] = profile(name, peer, os.path.join(a.out, f"{name}_{side}"))
             except RuntimeError as e:
