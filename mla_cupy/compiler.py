@@ -16,9 +16,9 @@ import tempfile
 import threading
 
 from . import environment
-from .render import launch_config, render
+from .render import launch_config, render, tma_raw_records
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
-from .tensor_map import box_rows
+from .tensor_map import box_rows, raw_box_rows
 from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
                        NARROW_TILE_ROWS, evict_first_supports, hopper_supports, multicast_supports, narrow_supports,
                        pair_supports, parse,
@@ -363,9 +363,11 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
     if takes_pair(key, group_rows):
         return Schedule.PAIR
     possible = seesaw_supports(key)
-    byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # the producer copies them: any page size
-    narrow = (narrow_supports(key) and (byte_records or box_rows(page_size) > 0)
-              and group_rows <= NARROW_MAX_ROWS)
+    byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # bulk copies of the records: any page size
+    # (dense `fp8` rows: TMA boxes of whole pages, render.narrow_tma_raw)
+    loadable = (raw_box_rows(page_size) > 0 if tma_raw_records(key)
+                else byte_records or box_rows(page_size) > 0)
+    narrow = narrow_supports(key) and loadable and group_rows <= NARROW_MAX_ROWS
     if chosen == "auto":
         if narrow and group_rows <= narrow_auto_rows(key, split_keys):
             return Schedule.NARROW

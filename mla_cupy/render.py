@@ -22,7 +22,7 @@ import typing
 
 import jinja2
 
-from . import abi, decode_schedule, environment, records
+from . import abi, decode_schedule, environment, records, tensor_map
 from .schedule import PAIR_MAX_JOBS
 from .variants import (HOPPER_BYTE_LAYOUTS, QUANTIZE_INPUTS, Backend, CheckKey, CombineKey, DecodeKey, Layout,
                        Mask, QuantizeKey, Schedule, Sparsity)
@@ -218,6 +218,8 @@ def uses_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
     kv_box_rows > 0): the seesaw and narrow kernels over dense 16-bit caches (they
     load by TMA only).  Every other kernel ignores the map."""
+    if key.backend is Backend.HOPPER and narrow_tma_raw(key):
+        return True
     if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
             or records.is_byte_record(key.layout)):
         return False
@@ -230,7 +232,7 @@ def uses_kv_map(key: DecodeKey) -> bool:
 def needs_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's kernel cannot run without a map (the seesaw, and the
     narrow kernel of 16-bit caches)."""
-    return key.schedule in TMA_ONLY_SCHEDULES and not records.is_byte_record(key.layout)
+    return key.schedule in TMA_ONLY_SCHEDULES and (not records.is_byte_record(key.layout) or narrow_tma_raw(key))
 
 
 def hopper_tile(key: DecodeKey) -> tuple[int, int]:
@@ -302,6 +304,20 @@ def narrow_rs(key: DecodeKey) -> bool:
             and key.layout in (Layout.FP8_DS_MLA, Layout.FP8))
 
 
+def narrow_tma_raw(key: DecodeKey) -> bool:
+    """Whether a narrow kernel's loading warp copies the raw records by TMA boxes instead of
+    bulk copies: dense `fp8` rows of 576 bytes (tensor_map.kv_map_arguments: five 128-byte
+    swizzled column boxes a row box, the last half past the row, so ldmatrix's eight rows hit
+    eight banks by the swizzle, without the pairs' padding, and every piece is sector-aligned).  A page size no box fits runs the ring
+    (compiler.choose_hopper_schedule)."""
+    return narrow_rs(key) and tma_raw_records(key)
+
+
+def tma_raw_records(key: DecodeKey) -> bool:
+    """The records narrow_tma_raw loads by TMA (whichever schedule a key names yet)."""
+    return key.layout is Layout.FP8 and key.sparsity is Sparsity.DENSE and key.d_qk == 576
+
+
 def raw_group(key: DecodeKey) -> int:
     """Keys a narrow kernel's raw tile holds back to back (one bulk copy where their records
     are consecutive in the cache), each group then padded by 16 bytes.  Under narrow_rs the
@@ -312,7 +328,7 @@ def raw_group(key: DecodeKey) -> int:
     pairs, 32 copies of 1152 bytes a dense tile; 512 (32): one key.  Without narrow_rs
     the whole tile, unpadded."""
     columns = key.row_bytes // 16
-    if not narrow_rs(key) or columns % 2 == 1:
+    if not narrow_rs(key) or columns % 2 == 1 or narrow_tma_raw(key):
         return HOPPER_TILES[Schedule.NARROW][0]
     v = (columns & -columns).bit_length() - 1
     return 8 >> min(v, 3)
@@ -330,8 +346,23 @@ def raw_key_offset(key: DecodeKey, n: int) -> int:
     return (n // group) * raw_group_bytes(key) + (n % group) * key.row_bytes
 
 
+def raw_piece_offset(key: DecodeKey, n: int, p: int) -> int:
+    """Byte offset of key n's 16-byte piece p in a narrow kernel's raw tile (the kernel's
+    raw_at(n, p)): consecutive in its record (raw_key_offset), or under narrow_tma_raw in
+    column box p // 8, row n, 16-byte column (p % 8) ^ (n % 8) (TMA's 128-byte swizzle)."""
+    if narrow_tma_raw(key):
+        cols = tensor_map.RAW_BOX_BYTES // 16
+        return (p // cols * HOPPER_TILES[Schedule.NARROW][0] * tensor_map.RAW_BOX_BYTES
+                + n * tensor_map.RAW_BOX_BYTES + ((p % cols) ^ (n % 8)) * 16)
+    return raw_key_offset(key, n) + 16 * p
+
+
 def raw_tile_bytes(key: DecodeKey) -> int:
-    """Bytes of one raw tile of a narrow kernel (64 keys' records, raw_group's padding)."""
+    """Bytes of one raw tile of a narrow kernel (64 keys' records, raw_group's padding;
+    narrow_tma_raw: whole column boxes, the last one's zeros past the rows included)."""
+    if narrow_tma_raw(key):
+        boxes = -(-key.row_bytes // tensor_map.RAW_BOX_BYTES)
+        return boxes * HOPPER_TILES[Schedule.NARROW][0] * tensor_map.RAW_BOX_BYTES
     return HOPPER_TILES[Schedule.NARROW][0] // raw_group(key) * raw_group_bytes(key)
 
 
@@ -494,7 +525,8 @@ def decode_template_values(key: DecodeKey) -> dict:
         features=narrow_features(key),
         producers=narrow_producers(key),
         raw_skew=raw_skew(key), math_scales=narrow_math_scales(key),
-        rs=narrow_rs(key), raw_group=raw_group(key), raw_group_bytes=raw_group_bytes(key))
+        rs=narrow_rs(key), raw_group=raw_group(key), raw_group_bytes=raw_group_bytes(key),
+        tma_raw=narrow_tma_raw(key), raw_box_bytes=tensor_map.RAW_BOX_BYTES)
 
 
 def render(key: DecodeKey | CombineKey | QuantizeKey | CheckKey) -> str:

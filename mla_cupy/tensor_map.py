@@ -25,11 +25,19 @@ from . import driver
 
 BASE_BOX_ROWS = 32      # box rows where a page holds whole 32-row runs (longer per kernel: render.TMA_BOX_KEYS)
 BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
+# Dense `fp8` rows (render.narrow_tma_raw): 128-byte swizzled column boxes, each row's piece
+# on 32-byte sector boundaries (session 48: unswizzled 144-byte boxes, each straddling two
+# sectors at both ends, cost the H200 7.5% on L2 sectors and requests), the last box of a
+# 576-byte row half past the row (TMA fills zeros and reads nothing there); at least
+# RAW_MIN_BOX_ROWS rows (a tile is then at most 16 row boxes)
+RAW_BOX_BYTES = 128
+RAW_MIN_BOX_ROWS = 16
+RAW_TILE_KEYS = 64
 MAP_BYTES = 128
 NO_MAP = bytes(MAP_BYTES)
 
 # cuda.h enumerators (CUDA 12 and 13 agree)
-_DATA_TYPE = {"bf16": 9, "fp16": 6}     # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 / _FLOAT16
+_DATA_TYPE = {"bf16": 9, "fp16": 6, "fp8": 0}   # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 / _FLOAT16 / _UINT8
 _INTERLEAVE_NONE = 0
 _SWIZZLE_128B = 3
 _L2_PROMOTION_256B = 3
@@ -53,6 +61,22 @@ def box_rows(page_size: int, box_keys: int = BASE_BOX_ROWS) -> int:
     return 0
 
 
+def raw_box_rows(page_size: int) -> int:
+    """Rows per TMA box of dense `fp8` rows (render.narrow_tma_raw), or 0 when a 64-key tile
+    cannot be whole boxes of one page each of at least RAW_MIN_BOX_ROWS rows (those pages
+    run the ring)."""
+    if page_size % RAW_TILE_KEYS == 0:
+        return RAW_TILE_KEYS
+    if RAW_TILE_KEYS % page_size == 0 and page_size >= RAW_MIN_BOX_ROWS:
+        return page_size
+    return 0
+
+
+def rows_for(dtype: str, page_size: int, box_keys: int = BASE_BOX_ROWS) -> int:
+    """Rows per box of a cache of ``dtype`` (16-bit: box_rows; `fp8`: raw_box_rows)."""
+    return raw_box_rows(page_size) if dtype == "fp8" else box_rows(page_size, box_keys)
+
+
 def _encode_function():
     u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
     return driver.bind("cuTensorMapEncodeTiled",
@@ -64,14 +88,25 @@ def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int,
                      d_qk: int, box_keys: int = BASE_BOX_ROWS) -> dict:
     """What :func:`encode_kv_map` passes to ``cuTensorMapEncodeTiled`` (innermost
     dimension first): a pure function, tested on the CPU."""
-    rows = box_rows(page_size, box_keys)
-    if rows == 0:
-        raise ValueError(f"page_size: expected a size TMA tiles can use (a multiple of "
-                         f"{BASE_BOX_ROWS}, or 8 or 16), got {page_size}")
     if dtype not in _DATA_TYPE:
         raise ValueError(f"dtype: expected one of {sorted(_DATA_TYPE)}, got {dtype!r}")
+    rows = rows_for(dtype, page_size, box_keys)
+    if rows == 0:
+        sizes = (f"a multiple of {RAW_TILE_KEYS}, or {RAW_MIN_BOX_ROWS} or {RAW_TILE_KEYS // 2}"
+                 if dtype == "fp8" else f"a multiple of {BASE_BOX_ROWS}, or 8 or 16")
+        raise ValueError(f"page_size: expected a size TMA tiles can use ({sizes}), got {page_size}")
     if address % 16:
         raise ValueError(f"kv_collection.blocks: TMA needs a 16-byte aligned address, got {address:#x}")
+    if dtype == "fp8":   # e4m3 bytes: 128-byte swizzled column boxes (render.narrow_tma_raw)
+        if d_qk % 16:
+            raise ValueError(f"d_qk: `fp8` rows for TMA need a multiple of 16 bytes, got {d_qk}")
+        return dict(
+            data_type=_DATA_TYPE[dtype], rank=4, address=address,
+            dims=(d_qk, page_size, num_layers, num_blocks),
+            strides=(d_qk, page_size * d_qk, num_layers * page_size * d_qk),
+            box=(RAW_BOX_BYTES, rows, 1, 1), element_strides=(1, 1, 1, 1),
+            interleave=_INTERLEAVE_NONE, swizzle=_SWIZZLE_128B, l2_promotion=_L2_PROMOTION_256B,
+            oob_fill=_OOB_FILL_ZEROS)
     row_bytes = 2 * d_qk
     return dict(
         data_type=_DATA_TYPE[dtype], rank=4, address=address,
@@ -126,7 +161,7 @@ class KvMapSource:
     def __init__(self, dtype: str, num_blocks: int, num_layers: int, page_size: int, d_qk: int,
                  required: bool = False, box_keys: int = BASE_BOX_ROWS):
         self.args = (dtype, num_blocks, num_layers, page_size, d_qk, box_keys)
-        self.rows = box_rows(page_size, box_keys)
+        self.rows = rows_for(dtype, page_size, box_keys)
         self.required = required
         if required and self.rows == 0:
             raise ValueError(f"page_size: the seesaw kernel (MLA_CUPY_HOPPER_SCHEDULE) loads by TMA "

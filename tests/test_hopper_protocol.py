@@ -1455,7 +1455,7 @@ def test_the_model_catches_a_persistent_loader_that_does_not_wait_for_empty():
 # eight for two math warpgroups that both read every tile, render.narrow_features).  A copying warp refills raw tile t % RAW_TILES only once
 # that barrier's phase for tile t - RAW_TILES completed.
 
-MBAR_PARTIES.update({"rfull": 2, "rempty1": 4, "rempty2": 8})
+MBAR_PARTIES.update({"rfull": 2, "rfull1": 1, "rempty1": 4, "rempty2": 8})
 
 
 def rs_math(empty, raw_tiles):
@@ -1532,6 +1532,32 @@ def test_the_model_catches_a_warpgroup_that_skips_the_exchange():
             yield op
     warps = (rs_features_math(4), skipping) + (rs_copier("rempty2", 4),) * 2
     assert run(5, 4, warps, 0) != "ok"
+
+
+def tma_copier(empty, raw_tiles):
+    """render.narrow_tma_raw's loading warp: one arrival a tile (its lane 0's, with the bytes),
+    after the raw tile's empty barrier as the copying warps."""
+    def warp(n, _):
+        for t in range(n):
+            if t >= raw_tiles:
+                yield "mwait", (empty, t % raw_tiles), t // raw_tiles - 1
+            yield "marrive", ("rfull1", t % raw_tiles), None
+    return warp
+
+
+def tma_math(empty, raw_tiles):
+    def math(n, stages):
+        for op in rs_math(empty, raw_tiles)(n, stages):
+            yield (op[0], ("rfull1", op[1][1]), op[2]) if op[1][0] == "rfull" else op
+    return math
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize("raw_tiles", [2, 3, 4, 5])
+def test_the_tma_loaded_raw_tile_ring_neither_hangs_nor_laps(consumers, raw_tiles):
+    """Dense `fp8` rows by TMA (render.narrow_tma_raw): one loading warp's arrival a tile."""
+    warps = (tma_math(f"rempty{consumers}", raw_tiles),) * consumers + (tma_copier(f"rempty{consumers}", raw_tiles),)
+    assert {n: run(n, raw_tiles, warps, 20) for n in range(14)} == {n: "ok" for n in range(14)}
 
 
 def test_the_model_catches_a_copying_warp_that_does_not_wait_for_empty():

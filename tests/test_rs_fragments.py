@@ -11,7 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mla_cupy.render import narrow_rs, raw_group, raw_key_offset, raw_tile_bytes
+from mla_cupy import tensor_map
+from mla_cupy.render import narrow_rs, narrow_tma_raw, raw_group, raw_key_offset, raw_piece_offset, raw_tile_bytes
 from mla_cupy.variants import parse
 
 D_LATENT = 512
@@ -19,16 +20,51 @@ KEYS, ROWS = 64, 16
 # (variant, its record's bytes, the rope's offset and width, whether the rope is bf16)
 LAYOUTS = {"fp8_ds_mla": ("mla_decode_fp8_ds_mla_causal_dense_fold0_m16_hopper_narrow", 656, 528, 64, True),
            "fp8": ("mla_decode_fp8_causal_dense_fold0_m16_hopper_narrow", 576, 512, 64, False),
+           "fp8_sparse": ("mla_decode_fp8_null_sparse_fold0_m16_hopper_narrow", 576, 512, 64, False),
            "fp8_qk512": ("mla_decode_fp8_causal_dense_fold0_qk512_m16_hopper_narrow", 512, 512, 0, False)}
 
 E4M3 = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
 
 
 def layout(name):
+    """(raw_key, row_bytes, rope_at, d_rope, bf16_rope), raw_key(n) as the kernel computes it:
+    where key n's first piece lies."""
     variant, row_bytes, rope_at, d_rope, bf16_rope = LAYOUTS[name]
     key = parse(variant)
     assert narrow_rs(key) and key.row_bytes == row_bytes
+    if narrow_tma_raw(key):
+        return (lambda n: n * tensor_map.RAW_BOX_BYTES), row_bytes, rope_at, d_rope, bf16_rope
     return (lambda n: raw_key_offset(key, n)), row_bytes, rope_at, d_rope, bf16_rope
+
+
+# The kernel's ldmatrix addresses (mla_decode_narrow.cu.j2: s_lane, s_addr, o_lane, o_addr),
+# written here as it computes them (TMA_RAW: the swizzle's XOR split between the lane's base
+# and each load); records() places the pieces by render.raw_piece_offset instead.
+def tma(name):
+    return narrow_tma_raw(parse(LAYOUTS[name][0]))
+
+
+COLS = tensor_map.RAW_BOX_BYTES // 16
+BOX_TILE = KEYS * tensor_map.RAW_BOX_BYTES
+
+
+def s_addr(name, w, t, p):
+    """Warp w, lane t's address of S^T's x4 starting at piece p (even; lanes 16-31 read p + 1)."""
+    at = layout(name)[0]
+    n = 16 * w + 8 * ((t >> 3) & 1) + (t & 7)
+    if tma(name):
+        s_lane = at(n) + (((t >> 4) ^ (n % 8)) << 4)
+        return (s_lane ^ ((p % COLS) << 4)) + p // COLS * BOX_TILE
+    return at(n) + 16 * (t >> 4) + 16 * p
+
+
+def o_addr(name, w, t, c):
+    """Warp w, lane t's address of O^T's chunk c (key t; x4 h adds raw_key(32))."""
+    at = layout(name)[0]
+    if tma(name):
+        o_lane = at(t) + ((w ^ (t % 8)) << 4)
+        return (o_lane ^ (((4 * c) % COLS) << 4)) + 4 * c // COLS * BOX_TILE
+    return at(t) + 16 * w + 64 * c
 
 
 def tile_bytes(name):
@@ -58,9 +94,12 @@ def records(rng, name):
         rec[:, rope_at:rope_at + d_rope] = rb
         rope = E4M3[rb]
     raw = np.full(tile_bytes(name), 0xFF, np.uint8)   # the padding: never read
+    key = parse(LAYOUTS[name][0])
     for n in range(KEYS):
-        assert (raw[at(n):at(n) + row_bytes] == 0xFF).all(), "records overlap"
-        raw[at(n):at(n) + row_bytes] = rec[n]
+        for p in range(row_bytes // 16):
+            off = raw_piece_offset(key, n, p)
+            assert (raw[off:off + 16] == 0xFF).all(), "records overlap"
+            raw[off:off + 16] = rec[n, 16 * p:16 * p + 16]
     return raw, E4M3[lat], rope
 
 
@@ -134,9 +173,8 @@ def test_s_fragments_give_k_q_transposed(name):
     for c in range(e4m3_cols // 64):
         steps = [[[None] * 32 for _ in range(4)] for _ in range(4)]   # [k-step][warp][lane]
         for w in range(4):
-            s_lane = [at(16 * w + 8 * ((t >> 3) & 1) + (t & 7)) + 16 * (t >> 4) for t in range(32)]
             for h in range(2):
-                regs = ldsm_x4(mem, [a + 64 * c + 32 * h for a in s_lane], trans=False)
+                regs = ldsm_x4(mem, [s_addr(name, w, t, 4 * c + 2 * h) for t in range(32)], trans=False)
                 for k in range(2):
                     for t in range(32):
                         x, y = regs[t, 2 * k], regs[t, 2 * k + 1]
@@ -174,9 +212,8 @@ def test_v_fragments_and_epilogue_columns_give_p_v(name):
         ot = np.zeros((64, ROWS))   # O^T's logical rows of the chunk
         steps = [[[None] * 32 for _ in range(4)] for _ in range(4)]
         for w in range(4):
-            o_lane = [at(t) + 16 * w for t in range(32)]
             for h in range(2):
-                regs = ldsm_x4(mem, [a + h * at(32) + 64 * c for a in o_lane], trans=True)
+                regs = ldsm_x4(mem, [o_addr(name, w, t, c) + h * at(32) for t in range(32)], trans=True)
                 for k in range(2):
                     for t in range(32):
                         lo, hi = prmt_3120(regs[t, 2 * k]), prmt_3120(regs[t, 2 * k + 1])
@@ -201,12 +238,15 @@ def test_ldmatrix_rows_of_the_raw_tiles_are_conflict_free(name):
     group), which the records back to back would not give fp8; and each group of keys
     copied as one lies back to back (key 32 a group's first: o_lane's second x4)."""
     at, row_bytes = layout(name)[:2]
+    key = parse(LAYOUTS[name][0])
     for key0 in range(0, KEYS, 8):
-        for col in range(0, row_bytes, 16):
-            assert len({(at(key0 + r) + col) // 16 % 8 for r in range(8)}) == 8
+        for p in range(row_bytes // 16):
+            assert len({raw_piece_offset(key, key0 + r, p) // 16 % 8 for r in range(8)}) == 8
     assert name == "fp8_ds_mla" or len({r * row_bytes // 16 % 8 for r in range(8)}) < 8
     for n in range(32):
         assert at(n + 32) == at(n) + at(32)
-    assert tile_bytes(name) >= at(KEYS - 1) + row_bytes
-    # the largest groups that spread: fp8's pairs halve its copies a dense tile (64 -> 32)
-    assert raw_group(parse(LAYOUTS[name][0])) == {"fp8_ds_mla": 64, "fp8": 2, "fp8_qk512": 1}[name]
+    assert tile_bytes(name) >= max(raw_piece_offset(key, n, p) + 16 for n in range(KEYS) for p in range(row_bytes // 16))
+    # the largest groups that spread: fp8's pairs halve its copies a sparse tile (64 -> 32);
+    # dense fp8 rows by TMA column boxes, unpadded (render.narrow_tma_raw)
+    assert raw_group(key) == {"fp8_ds_mla": 64, "fp8": 64, "fp8_sparse": 2, "fp8_qk512": 1}[name]
+    assert tma(name) == (name == "fp8")

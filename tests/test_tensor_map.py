@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mla_cupy import PagedKVCollection, ScalarArgs, abi, generic_flare_mla_decode_kv_cache_ragged
-from mla_cupy.tensor_map import NO_MAP, box_rows, kv_map_arguments
+from mla_cupy.tensor_map import NO_MAP, box_rows, kv_map_arguments, raw_box_rows
 from mla_cupy.testing import FakeCudaArray as F
 from mla_cupy.testing import stub_device
 
@@ -44,6 +44,39 @@ def test_kv_map_arguments():
         kv_map_arguments(4096, "bf16", 7, 1, 48, 576)
     with pytest.raises(ValueError, match="16-byte aligned"):
         kv_map_arguments(4104, "bf16", 7, 1, 64, 576)
+
+
+@pytest.mark.parametrize("page_size, rows", [(1, 0), (3, 0), (8, 0), (16, 16), (32, 32), (48, 0), (64, 64),
+                                             (96, 0), (128, 64)])
+def test_raw_box_rows(page_size, rows):
+    """Dense `fp8` rows (render.narrow_tma_raw): a 64-key tile of whole boxes of one page,
+    at least 16 rows a box (at most 16 boxes a tile; whole 8-row swizzle atoms)."""
+    assert raw_box_rows(page_size) == rows
+
+
+def test_fp8_kv_map_arguments():
+    """Bytes, 128-byte column boxes, 128-byte swizzled (the last box of a row half past it)."""
+    a = kv_map_arguments(4096, "fp8", num_blocks=7, num_layers=3, page_size=64, d_qk=576)
+    assert a["dims"] == (576, 64, 3, 7) and a["strides"] == (576, 64 * 576, 3 * 64 * 576)
+    assert a["box"] == (128, 64, 1, 1) and a["swizzle"] == 3 and a["data_type"] == 0
+    assert kv_map_arguments(4096, "fp8", 7, 3, 16, 576)["box"] == (128, 16, 1, 1)
+    with pytest.raises(ValueError, match="page_size.*got 3"):
+        kv_map_arguments(4096, "fp8", 7, 1, 3, 576)
+    with pytest.raises(ValueError, match="d_qk"):
+        kv_map_arguments(4096, "fp8", 7, 1, 64, 520)
+
+
+@pytest.mark.parametrize("page_size, suffix, want_rows", [(64, "_m16_hopper_narrow", 64), (16, "_m16_hopper_narrow", 16),
+                                                          (3, "_hopper", 0)])
+def test_fp8_rows_take_the_narrow_kernel_where_a_box_fits(monkeypatch, page_size, suffix, want_rows):
+    """Dense `fp8` caches: the narrow kernel copies their tiles by TMA boxes (its map and box
+    rows passed), so a page size no box fits runs the ring, without a map."""
+    monkeypatch.delenv("MLA_CUPY_HOPPER_SCHEDULE", raising=False)
+    with stub_device() as launches:
+        blocks, rows, words = _call(launches, page_size, blocks=F((5, 2, page_size, 576), np.uint8), num_heads=16)
+        assert launches[-2].kernel_name.startswith("mla_decode_fp8_")
+        assert launches[-2].kernel_name.endswith(suffix) and rows == want_rows
+        assert (words[0] == blocks.address) == bool(want_rows)
 
 
 def _call(launches, page_size, blocks=None, num_heads=H, scalar_args=None, **kw):
