@@ -97,22 +97,16 @@ def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int,
         raise ValueError(f"page_size: expected a size TMA tiles can use ({sizes}), got {page_size}")
     if address % 16:
         raise ValueError(f"kv_collection.blocks: TMA needs a 16-byte aligned address, got {address:#x}")
-    if dtype == "fp8":   # e4m3 bytes: 128-byte swizzled column boxes (render.narrow_tma_raw)
-        if d_qk % 16:
-            raise ValueError(f"d_qk: `fp8` rows for TMA need a multiple of 16 bytes, got {d_qk}")
-        return dict(
-            data_type=_DATA_TYPE[dtype], rank=4, address=address,
-            dims=(d_qk, page_size, num_layers, num_blocks),
-            strides=(d_qk, page_size * d_qk, num_layers * page_size * d_qk),
-            box=(RAW_BOX_BYTES, rows, 1, 1), element_strides=(1, 1, 1, 1),
-            interleave=_INTERLEAVE_NONE, swizzle=_SWIZZLE_128B, l2_promotion=_L2_PROMOTION_256B,
-            oob_fill=_OOB_FILL_ZEROS)
-    row_bytes = 2 * d_qk
+    if dtype == "fp8" and d_qk % 16:
+        raise ValueError(f"d_qk: `fp8` rows for TMA need a multiple of 16 bytes, got {d_qk}")
+    # 128-byte swizzled boxes of a page's rows: 64 16-bit columns, or (e4m3 bytes,
+    # render.narrow_tma_raw) 128 byte columns, a row's last box past its end where TMA fills zeros
+    row_bytes = d_qk if dtype == "fp8" else 2 * d_qk
     return dict(
         data_type=_DATA_TYPE[dtype], rank=4, address=address,
         dims=(d_qk, page_size, num_layers, num_blocks),
         strides=(row_bytes, page_size * row_bytes, num_layers * page_size * row_bytes),
-        box=(BOX_COLUMNS, rows, 1, 1), element_strides=(1, 1, 1, 1),
+        box=(RAW_BOX_BYTES if dtype == "fp8" else BOX_COLUMNS, rows, 1, 1), element_strides=(1, 1, 1, 1),
         interleave=_INTERLEAVE_NONE, swizzle=_SWIZZLE_128B, l2_promotion=_L2_PROMOTION_256B,
         oob_fill=_OOB_FILL_ZEROS)
 
