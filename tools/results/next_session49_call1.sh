@@ -1,0 +1,28 @@
+# Session 49, call 1 (ask for the H200): the 32-row features kernels pipelined, two forms, each
+# checked before it is timed, then two rounds beside HEAD.
+#   pipe (next_features_pipelined.patch): S^T(j) before O^T(j - 1); tile j's exchange and
+#     softmax under O^T(j - 1)'s MMAs; two P^T by tile parity; registers 232 / 40.
+#   deep (next_features_pipelined_deep.patch): O^T(j - 1), then S^T(j + 1) into s_next, then
+#     tile j's exchange and softmax under both; two fragment buffers (three spilled).
+# Predicted (H200, HEAD from session 48's call 1: fp8 h32 243.4, fp8_ds_mla h32 258.4, sparse
+# h32 82.7, folded s_q 2 h16 82.0 us): pipe 215-225 / 230-240 / 76-80 / 76-80; deep a further
+# 5-10% if the softmax is what the tensor pipe waits for, less the third fragment buffer's
+# 2.5-3% (session 43).  The 16-row kernels' SASS is byte-identical in both.
+# Run as: OUT=$OUT bash tools/results/next_session49_call1.sh
+. tools/results/device_steps.sh
+begin_call
+for t in pipe deep; do
+  p=next_features_pipelined.patch; [ $t = deep ] && p=next_features_pipelined_deep.patch
+  patched_stack /tmp/$t $t $p
+  check_tree /tmp/$t $t narrow; eval "rc_$t=\$?"
+  (cd /tmp/$t && GPU_FILE_TIMEOUT=80 gpu_files $t fp8 sparse)
+  (cd /tmp/$t && PYTHONPATH=.:tests timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_dense.py \
+     -k "narrow_schedule_fp8 or far_below" > /tmp/t_dense_$t.log 2>&1; echo "[exit $?]" >> /tmp/t_dense_$t.log)
+  say "$t dense -k fp8: $(tail -2 /tmp/t_dense_$t.log | tr '\n' ' ')"; cp /tmp/t_dense_$t.log $OUT/
+  (cd /tmp/$t && MLA_CUPY_HOPPER_SCHEDULE=narrow PYTHONPATH=. timeout 80 compute-sanitizer --tool memcheck --error-exitcode 1 \
+     python3 tools/results/rs_memcheck_cases.py 32 49 > /tmp/mc_$t.log 2>&1)
+  say "$t memcheck 32 49 exit $?: $(grep -h 'ERROR SUMMARY\|FAIL\|done' /tmp/mc_$t.log | cut -c1-120 | tr '\n' ' ')"
+done
+C="fp8_b128_h32_s8192 fp8_ds_mla_b128_h32_s8192 sparse_ds_mla_b128_sq1_h32 sparse_ds_mla_b128_sq2_h16_fold" \
+  ROUNDS=2 BENCH_TIMEOUT=120 bench_trees . $([ $rc_pipe -eq 0 ] && echo /tmp/pipe) $([ $rc_deep -eq 0 ] && echo /tmp/deep)
+say done
