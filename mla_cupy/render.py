@@ -217,7 +217,8 @@ def hopper_loads() -> str:
 def uses_kv_map(key: DecodeKey) -> bool:
     """Whether the variant's launch gets a tensor map (abi.DECODE kv_map,
     kv_box_rows > 0): the seesaw and narrow kernels over dense 16-bit caches (they
-    load by TMA only).  Every other kernel ignores the map."""
+    load by TMA only), and the narrow kernel over dense 576-byte `fp8` rows (narrow_tma_raw).
+    Every other kernel ignores the map."""
     if key.backend is Backend.HOPPER and narrow_tma_raw(key):
         return True
     if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
@@ -230,8 +231,8 @@ def uses_kv_map(key: DecodeKey) -> bool:
 
 
 def needs_kv_map(key: DecodeKey) -> bool:
-    """Whether the variant's kernel cannot run without a map (the seesaw, and the
-    narrow kernel of 16-bit caches)."""
+    """Whether the variant's kernel cannot run without a map (the seesaw, the narrow kernel
+    of 16-bit caches, and that of dense 576-byte `fp8` rows)."""
     return key.schedule in TMA_ONLY_SCHEDULES and (not records.is_byte_record(key.layout) or narrow_tma_raw(key))
 
 
@@ -308,8 +309,8 @@ def narrow_tma_raw(key: DecodeKey) -> bool:
     """Whether a narrow kernel's loading warp copies the raw records by TMA boxes instead of
     bulk copies: dense `fp8` rows of 576 bytes (tensor_map.kv_map_arguments: five 128-byte
     swizzled column boxes a row box, the last half past the row, so ldmatrix's eight rows hit
-    eight banks by the swizzle, without the pairs' padding, and every piece is sector-aligned).  A page size no box fits runs the ring
-    (compiler.choose_hopper_schedule)."""
+    eight banks by the swizzle, without the pairs' padding, and every piece is sector-aligned).
+    A page size no box fits runs the ring (compiler.choose_hopper_schedule)."""
     return narrow_rs(key) and tma_raw_records(key)
 
 
