@@ -5,9 +5,12 @@
 #   deep (next_features_pipelined_deep.patch): O^T(j - 1), then S^T(j + 1) into s_next, then
 #     tile j's exchange and softmax under both; two fragment buffers (three spilled).
 # Predicted (H200, HEAD from session 48's call 1: fp8 h32 243.4, fp8_ds_mla h32 258.4, sparse
-# h32 82.7, folded s_q 2 h16 82.0 us): pipe 215-225 / 230-240 / 76-80 / 76-80; deep a further
-# 5-10% if the softmax is what the tensor pipe waits for, less the third fragment buffer's
-# 2.5-3% (session 43).  The 16-row kernels' SASS is byte-identical in both.
+# h32 82.7, folded s_q 2 h16 82.0 us): pipe 220-235 / 235-250 / 78-81 / 78-81 (what can hide
+# under the softmax is the O^T groups still in flight after its last step's issue, at most
+# FRAG_BUFS = 3 of its VC_WG = 4 groups a warpgroup, ~384 of the ~1050 clocks a tile of exchange
+# and softmax); deep no better than pipe (with two fragment buffers only one or two of S^T(j + 1)'s
+# groups are in flight by then, and the third buffer's 2.5-3% is gone).  The 16-row kernels'
+# SASS is byte-identical in both.
 # Run as: OUT=$OUT bash tools/results/next_session49_call1.sh
 . tools/results/device_steps.sh
 begin_call
