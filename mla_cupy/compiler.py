@@ -16,7 +16,7 @@ import tempfile
 import threading
 
 from . import environment
-from .render import launch_config, render, tma_raw_records
+from .render import HOPPER_TILES, launch_config, render, tma_raw_records
 from .schedule import H200_SMEM_PER_SM, ctas_per_sm
 from .tensor_map import box_rows, raw_box_rows
 from .variants import (HOPPER_BYTE_LAYOUTS, TILE_ROWS, Backend, CombineKey, DecodeKey, Layout, Schedule, Sparsity,
@@ -365,7 +365,7 @@ def choose_hopper_schedule(key: DecodeKey, page_size: int, group_rows: int,
     possible = seesaw_supports(key)
     byte_records = key.layout in HOPPER_BYTE_LAYOUTS   # bulk copies of the records: any page size
     # (dense `fp8` rows: TMA boxes of whole pages, render.narrow_tma_raw)
-    loadable = (raw_box_rows(page_size) > 0 if tma_raw_records(key)
+    loadable = (raw_box_rows(page_size, HOPPER_TILES[Schedule.NARROW][0]) > 0 if tma_raw_records(key)
                 else byte_records or box_rows(page_size) > 0)
     narrow = narrow_supports(key) and loadable and group_rows <= NARROW_MAX_ROWS
     if chosen == "auto":

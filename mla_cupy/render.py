@@ -192,7 +192,10 @@ TMA_BOX_KEYS = {Schedule.SEESAW: 64, Schedule.NARROW: 32}
 
 
 def tma_box_keys(key: DecodeKey) -> int:
-    """The keys a TMA box of the variant's kernel spans where its page allows."""
+    """The keys a TMA box of the variant's kernel spans where its page allows (dense `fp8`
+    rows, narrow_tma_raw: the narrow kernel's whole tile, tensor_map.raw_box_rows)."""
+    if narrow_tma_raw(key):
+        return HOPPER_TILES[Schedule.NARROW][0]
     return TMA_BOX_KEYS[key.schedule]
 
 
@@ -219,11 +222,10 @@ def uses_kv_map(key: DecodeKey) -> bool:
     kv_box_rows > 0): the seesaw and narrow kernels over dense 16-bit caches (they
     load by TMA only), and the narrow kernel over dense 576-byte `fp8` rows (narrow_tma_raw).
     Every other kernel ignores the map."""
-    if key.backend is Backend.HOPPER and narrow_tma_raw(key):
-        return True
-    if (key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE
-            or records.is_byte_record(key.layout)):
+    if key.backend is not Backend.HOPPER or key.sparsity is not Sparsity.DENSE:
         return False
+    if records.is_byte_record(key.layout):
+        return narrow_tma_raw(key)
     if key.schedule in TMA_ONLY_SCHEDULES:
         return True
     hopper_loads()   # a retired MLA_CUPY_HOPPER_LOADS=tma is an error, not ignored

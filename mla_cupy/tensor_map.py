@@ -29,10 +29,9 @@ BOX_COLUMNS = 64        # 16-bit elements per 128-byte swizzled row chunk
 # on 32-byte sector boundaries (session 48: unswizzled 144-byte boxes, each straddling two
 # sectors at both ends, cost the H200 7.5% on L2 sectors and requests), the last box of a
 # 576-byte row half past the row (TMA fills zeros and reads nothing there); at least
-# RAW_MIN_BOX_ROWS rows (a tile is then at most 16 row boxes)
+# RAW_MIN_BOX_ROWS rows (a tile is then at most 4 row boxes)
 RAW_BOX_BYTES = 128
 RAW_MIN_BOX_ROWS = 16
-RAW_TILE_KEYS = 64
 MAP_BYTES = 128
 NO_MAP = bytes(MAP_BYTES)
 
@@ -61,20 +60,21 @@ def box_rows(page_size: int, box_keys: int = BASE_BOX_ROWS) -> int:
     return 0
 
 
-def raw_box_rows(page_size: int) -> int:
-    """Rows per TMA box of dense `fp8` rows (render.narrow_tma_raw), or 0 when a 64-key tile
-    cannot be whole boxes of one page each of at least RAW_MIN_BOX_ROWS rows (those pages
-    run the ring)."""
-    if page_size % RAW_TILE_KEYS == 0:
-        return RAW_TILE_KEYS
-    if RAW_TILE_KEYS % page_size == 0 and page_size >= RAW_MIN_BOX_ROWS:
+def raw_box_rows(page_size: int, tile_keys: int) -> int:
+    """Rows per TMA box of dense `fp8` rows (render.narrow_tma_raw: ``tile_keys`` is the
+    narrow kernel's tile, render.tma_box_keys), or 0 when a tile cannot be whole boxes of one
+    page each of at least RAW_MIN_BOX_ROWS rows (those pages run the ring)."""
+    if page_size % tile_keys == 0:
+        return tile_keys
+    if tile_keys % page_size == 0 and page_size >= RAW_MIN_BOX_ROWS:
         return page_size
     return 0
 
 
 def rows_for(dtype: str, page_size: int, box_keys: int = BASE_BOX_ROWS) -> int:
-    """Rows per box of a cache of ``dtype`` (16-bit: box_rows; `fp8`: raw_box_rows)."""
-    return raw_box_rows(page_size) if dtype == "fp8" else box_rows(page_size, box_keys)
+    """Rows per box of a cache of ``dtype`` (16-bit: box_rows; `fp8`: raw_box_rows, box_keys
+    the tile)."""
+    return raw_box_rows(page_size, box_keys) if dtype == "fp8" else box_rows(page_size, box_keys)
 
 
 def _encode_function():
@@ -92,7 +92,7 @@ def kv_map_arguments(address: int, dtype: str, num_blocks: int, num_layers: int,
         raise ValueError(f"dtype: expected one of {sorted(_DATA_TYPE)}, got {dtype!r}")
     rows = rows_for(dtype, page_size, box_keys)
     if rows == 0:
-        sizes = (f"a multiple of {RAW_TILE_KEYS}, or {RAW_MIN_BOX_ROWS} or {RAW_TILE_KEYS // 2}"
+        sizes = (f"a multiple of {box_keys}, or a divisor of it of at least {RAW_MIN_BOX_ROWS}"
                  if dtype == "fp8" else f"a multiple of {BASE_BOX_ROWS}, or 8 or 16")
         raise ValueError(f"page_size: expected a size TMA tiles can use ({sizes}), got {page_size}")
     if address % 16:

@@ -200,7 +200,7 @@ def test_narrow_schedule_fp8(compiled_kernels, rng, monkeypatch, layout, page_si
         for p in (1, 3):
             _check(case, num_partitions=p)
         boxed = layout == "fp8" and kw.get("d_qk", 576) == 576
-        suffix = "_hopper" if boxed and raw_box_rows(page_size) == 0 else "_hopper_narrow"
+        suffix = "_hopper" if boxed and raw_box_rows(page_size, 64) == 0 else "_hopper_narrow"
         assert_schedule_ran(dispatch._eager_plans.values(), suffix, case.describe())
 
 

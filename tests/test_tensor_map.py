@@ -51,19 +51,19 @@ def test_kv_map_arguments():
 def test_raw_box_rows(page_size, rows):
     """Dense `fp8` rows (render.narrow_tma_raw): a 64-key tile of whole boxes of one page,
     at least 16 rows a box (at most 16 boxes a tile; whole 8-row swizzle atoms)."""
-    assert raw_box_rows(page_size) == rows
+    assert raw_box_rows(page_size, 64) == rows
 
 
 def test_fp8_kv_map_arguments():
     """Bytes, 128-byte column boxes, 128-byte swizzled (the last box of a row half past it)."""
-    a = kv_map_arguments(4096, "fp8", num_blocks=7, num_layers=3, page_size=64, d_qk=576)
+    a = kv_map_arguments(4096, "fp8", num_blocks=7, num_layers=3, page_size=64, d_qk=576, box_keys=64)
     assert a["dims"] == (576, 64, 3, 7) and a["strides"] == (576, 64 * 576, 3 * 64 * 576)
     assert a["box"] == (128, 64, 1, 1) and a["swizzle"] == 3 and a["data_type"] == 0
-    assert kv_map_arguments(4096, "fp8", 7, 3, 16, 576)["box"] == (128, 16, 1, 1)
+    assert kv_map_arguments(4096, "fp8", 7, 3, 16, 576, box_keys=64)["box"] == (128, 16, 1, 1)
     with pytest.raises(ValueError, match="page_size.*got 3"):
-        kv_map_arguments(4096, "fp8", 7, 1, 3, 576)
+        kv_map_arguments(4096, "fp8", 7, 1, 3, 576, box_keys=64)
     with pytest.raises(ValueError, match="d_qk"):
-        kv_map_arguments(4096, "fp8", 7, 1, 64, 520)
+        kv_map_arguments(4096, "fp8", 7, 1, 64, 520, box_keys=64)
 
 
 @pytest.mark.parametrize("page_size, suffix, want_rows", [(64, "_m16_hopper_narrow", 64), (16, "_m16_hopper_narrow", 16),
